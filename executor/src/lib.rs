@@ -1,0 +1,1 @@
+//! numa_rt's scheduler (in progress).
