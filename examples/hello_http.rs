@@ -1,0 +1,2 @@
+//! Placeholder until the reactor issue lands the hyper adapter.
+fn main() {}
