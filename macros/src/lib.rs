@@ -1,14 +1,104 @@
-//! `#[numa_rt::main]` and `#[numa_rt::test]` (placeholder).
+//! `#[numa_rt::main]` and `#[numa_rt::test]`: run an `async fn` to completion on a numa_rt runtime.
+//!
+//! Use these through the facade (`numa_rt::main`, `numa_rt::test`); this crate is an implementation
+//! detail of numa_rt and its paths default to `::numa_rt`.
+//!
+//! # `#[numa_rt::main]`
+//!
+//! ```ignore
+//! #[numa_rt::main]
+//! async fn main() {
+//!     let answer = numa_rt::spawn(async { 6 * 7 }).await.unwrap();
+//!     println!("{answer}");
+//! }
+//! ```
+//!
+//! expands to (roughly)
+//!
+//! ```ignore
+//! fn main() {
+//!     let rt = ::numa_rt::Runtime::new().expect("failed to build the numa_rt runtime");
+//!     let body = async move {
+//!         let ret: () = { /* the original body */ };
+//!         return ret;
+//!     };
+//!     rt.block_on(body)
+//! }
+//! ```
+//!
+//! The body stays an `async move` block whose output is the function's declared return type, so
+//! `?`, `return` and type errors behave as in the original function and point at your code:
+//!
+//! ```ignore
+//! #[numa_rt::main(max_procs = 4)]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let config = std::fs::read_to_string("config.toml")?;
+//!     println!("{config}");
+//!     Ok(())
+//! }
+//! ```
+//!
+//! # `#[numa_rt::test]`
+//!
+//! Emits a `#[test]` function that builds its own runtime; other attributes such as
+//! `#[should_panic]` or `#[ignore]` are kept.
+//!
+//! ```ignore
+//! #[numa_rt::test(max_procs = 2)]
+//! async fn spawns() {
+//!     assert_eq!(numa_rt::spawn(async { 1 }).await.unwrap(), 1);
+//! }
+//!
+//! #[numa_rt::test]
+//! #[should_panic(expected = "boom")]
+//! async fn panics() {
+//!     panic!("boom");
+//! }
+//! ```
+//!
+//! # Arguments
+//!
+//! Both attributes take the same comma-separated `key = literal` arguments, each at most once:
+//!
+//! | argument | value | becomes |
+//! | --- | --- | --- |
+//! | `max_procs` | integer literal ≥ 1 | `Builder::max_procs(n)` |
+//! | `global_queue_interval` | integer literal ≥ 1 | `Builder::global_queue_interval(n)` |
+//! | `topology` | non-empty string literal | `Builder::topology(numa::Topology::from_spec(s).expect(..))` |
+//! | `crate` | string literal holding a path | the path used instead of `::numa_rt` |
+//!
+//! With no arguments (or only `crate`) the runtime is `Runtime::new()`; otherwise it is
+//! `Builder::new()`, the calls above, then `.build()`.
+//!
+//! ```ignore
+//! extern crate numa_rt as rt;
+//!
+//! #[rt::main(crate = "rt", max_procs = 2, global_queue_interval = 31, topology = "0;1")]
+//! async fn main() {}
+//! ```
+//!
+//! A bad argument (unknown or repeated key, wrong literal type, a zero count) or a function the
+//! attribute can't wrap (not `async`, has parameters, a generic `main` or test, a second `#[test]`)
+//! is a compile error pointing at the offending token.
+
+mod entry;
+
 use proc_macro::TokenStream;
 
-/// Runs `async fn main` on a numa_rt runtime.
+/// Runs an `async fn` (normally `main`) to completion on a new numa_rt runtime.
+///
+/// The function must be `async` and take no parameters; `main` must not be generic. See the crate
+/// docs for the accepted arguments.
 #[proc_macro_attribute]
-pub fn main(_args: TokenStream, item: TokenStream) -> TokenStream {
-    item
+pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
+    entry::main(args.into(), item.into()).into()
 }
 
-/// Runs an `async fn` test on a numa_rt runtime.
+/// Marks an `async fn` as a test that runs on its own new numa_rt runtime.
+///
+/// Emits `#[::core::prelude::v1::test]`, so don't add `#[test]` yourself. The function must be
+/// `async`, non-generic and take no parameters. See the crate docs for the accepted arguments.
 #[proc_macro_attribute]
-pub fn test(_args: TokenStream, item: TokenStream) -> TokenStream {
-    item
+pub fn test(args: TokenStream, item: TokenStream) -> TokenStream {
+    entry::test(args.into(), item.into()).into()
 }

@@ -1,0 +1,896 @@
+//! The logic behind `#[numa_rt::main]` and `#[numa_rt::test]`, on `proc_macro2` types so it can be
+//! unit-tested outside a compiler invocation.
+//!
+//! Both entry points follow the same steps: parse the arguments into a [`Config`], check that the
+//! function is one the attribute can wrap, then emit a synchronous function that builds a runtime and
+//! `block_on`s the original body as an `async move` block. Every problem becomes a
+//! `compile_error!` spanned at the offending token; the arguments' errors are collected together so
+//! one build shows all of them. Next to the errors we still emit a function with the same name, so
+//! the user doesn't also get "`main` function not found" or errors about the macro's own output.
+
+use proc_macro2::{Literal, Span, TokenStream, TokenTree};
+use quote::{quote, quote_spanned, ToTokens};
+use syn::ext::IdentExt;
+use syn::parse::{Parse, ParseStream, Parser};
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::{Attribute, Expr, Ident, ItemFn, Lit, LitStr, Path, ReturnType, Token, UnOp};
+
+/// The argument names both attributes accept, in the order the error message lists them.
+const KNOWN_ARGS: &[&str] = &["max_procs", "topology", "global_queue_interval", "crate"];
+
+/// The message a failed runtime construction panics with.
+const BUILD_FAILED: &str = "failed to build the numa_rt runtime";
+
+/// Which attribute is being expanded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// `#[numa_rt::main]`.
+    Main,
+    /// `#[numa_rt::test]`.
+    Test,
+}
+
+impl Kind {
+    /// The attribute as users write it, for error messages.
+    fn attr(self) -> &'static str {
+        match self {
+            Kind::Main => "#[numa_rt::main]",
+            Kind::Test => "#[numa_rt::test]",
+        }
+    }
+}
+
+/// Expands `#[numa_rt::main(args)]` applied to `item`.
+pub(crate) fn main(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand(Kind::Main, args, item)
+}
+
+/// Expands `#[numa_rt::test(args)]` applied to `item`.
+pub(crate) fn test(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand(Kind::Test, args, item)
+}
+
+/// Shared driver: parse, check, emit (with the errors, if any, in front of a stand-in function).
+fn expand(kind: Kind, args: TokenStream, item: TokenStream) -> TokenStream {
+    let (config, arg_errors) = parse_config(args);
+    let func: ItemFn = match syn::parse2(item.clone()) {
+        Ok(func) => func,
+        // Not a function at all: report it and give the item back untouched, so the only error
+        // the user sees is ours.
+        Err(_) => {
+            let err = syn::Error::new_spanned(
+                &item,
+                format!("{} can only be applied to an `async fn`", kind.attr()),
+            );
+            let mut errors = arg_errors;
+            push_error(&mut errors, err);
+            return join(
+                errors.map(|e| e.to_compile_error()).unwrap_or_default(),
+                item,
+            );
+        }
+    };
+    let mut errors = arg_errors;
+    let shape_ok = match check_fn(kind, &func) {
+        Ok(()) => true,
+        Err(e) => {
+            push_error(&mut errors, e);
+            false
+        }
+    };
+    let output = if shape_ok {
+        // Arguments that failed to parse are left out of `config`, so this expansion type-checks
+        // the body (its errors are worth seeing too) without piling up errors of our own.
+        expand_fn(kind, &config, func)
+    } else {
+        stand_in(kind, &func)
+    };
+    match errors {
+        Some(e) => join(e.to_compile_error(), output),
+        None => output,
+    }
+}
+
+/// Appends `new` to the accumulated errors.
+fn push_error(errors: &mut Option<syn::Error>, new: syn::Error) {
+    match errors {
+        Some(e) => e.combine(new),
+        None => *errors = Some(new),
+    }
+}
+
+/// Concatenates two token streams.
+fn join(mut a: TokenStream, b: TokenStream) -> TokenStream {
+    a.extend(b);
+    a
+}
+
+/// One `key = value` argument as written, before its value is checked.
+struct Arg {
+    key: Ident,
+    value: Expr,
+}
+
+impl Parse for Arg {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        // `parse_any` so that the keyword `crate` is accepted as a key.
+        if !input.peek(Ident::peek_any) {
+            return Err(input.error(
+                "expected an argument such as `max_procs = 4`; \
+                 the arguments are `max_procs`, `topology`, `global_queue_interval` and `crate`",
+            ));
+        }
+        let key = input.call(Ident::parse_any)?;
+        if !input.peek(Token![=]) {
+            let name = key.unraw().to_string();
+            return Err(if KNOWN_ARGS.contains(&name.as_str()) {
+                syn::Error::new_spanned(
+                    &key,
+                    format!("`{name}` needs a value: write `{name} = ...`"),
+                )
+            } else {
+                unknown_arg(&key)
+            });
+        }
+        input.parse::<Token![=]>()?;
+        let value = input.parse()?;
+        Ok(Arg { key, value })
+    }
+}
+
+/// The error for an argument name we don't know.
+fn unknown_arg(key: &Ident) -> syn::Error {
+    let name = key.unraw().to_string();
+    let list = KNOWN_ARGS
+        .iter()
+        .map(|k| format!("`{k}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let hint = match name.as_str() {
+        "worker_threads" => "; numa_rt calls the worker count `max_procs`",
+        "flavor" => "; numa_rt has one multi-threaded flavor (`max_procs = 1` for a single worker)",
+        _ => "",
+    };
+    syn::Error::new_spanned(
+        key,
+        format!("unknown attribute `{name}`: expected one of {list}{hint}"),
+    )
+}
+
+/// The checked arguments. Each field holds the key as written (its span is used for the
+/// generated call, so a mismatch with the runtime's API points at the argument) and the value.
+#[derive(Default)]
+struct Config {
+    /// `crate = "path"`: where the runtime lives, instead of `::numa_rt`.
+    crate_path: Option<Path>,
+    /// `max_procs = N`.
+    max_procs: Option<(Ident, Literal)>,
+    /// `global_queue_interval = N`.
+    global_queue_interval: Option<(Ident, Literal)>,
+    /// `topology = "spec"`.
+    topology: Option<(Ident, LitStr)>,
+}
+
+impl Config {
+    /// Whether any runtime setting (as opposed to `crate`) was given, i.e. whether the runtime is
+    /// built with `Builder` rather than `Runtime::new()`.
+    fn uses_builder(&self) -> bool {
+        self.max_procs.is_some() || self.global_queue_interval.is_some() || self.topology.is_some()
+    }
+}
+
+/// Parses and checks the attribute's arguments. Returns the arguments that are valid together with
+/// the errors for the others (a syntax error stops parsing, so then the config is empty).
+fn parse_config(args: TokenStream) -> (Config, Option<syn::Error>) {
+    let mut config = Config::default();
+    let parsed = match Punctuated::<Arg, Token![,]>::parse_terminated.parse2(args) {
+        Ok(parsed) => parsed,
+        Err(e) => return (config, Some(e)),
+    };
+    let mut seen: Vec<String> = Vec::new();
+    let mut errors = None;
+    for arg in parsed {
+        if let Err(e) = apply_arg(&mut config, &mut seen, arg) {
+            push_error(&mut errors, e);
+        }
+    }
+    (config, errors)
+}
+
+/// Checks one argument and records it in `config`.
+fn apply_arg(config: &mut Config, seen: &mut Vec<String>, arg: Arg) -> syn::Result<()> {
+    let name = arg.key.unraw().to_string();
+    if !KNOWN_ARGS.contains(&name.as_str()) {
+        return Err(unknown_arg(&arg.key));
+    }
+    if seen.contains(&name) {
+        return Err(syn::Error::new_spanned(
+            &arg.key,
+            format!("duplicate attribute `{name}`: each argument may be given only once"),
+        ));
+    }
+    seen.push(name.clone());
+    match name.as_str() {
+        "max_procs" => {
+            let n = positive_int(&name, &arg.value, "4", usize::MAX as u64)?;
+            config.max_procs = Some((arg.key, n));
+        }
+        "global_queue_interval" => {
+            let n = positive_int(&name, &arg.value, "61", u32::MAX.into())?;
+            config.global_queue_interval = Some((arg.key, n));
+        }
+        "topology" => {
+            let lit = string_lit(&name, &arg.value, "\"0;1\"")?;
+            if lit.value().trim().is_empty() {
+                return Err(syn::Error::new_spanned(
+                    &lit,
+                    "`topology` must not be empty: give NUMA nodes separated by `;`, \
+                     each a CPU list, as in `topology = \"0-3;4-7\"`",
+                ));
+            }
+            config.topology = Some((arg.key, lit));
+        }
+        "crate" => {
+            let lit = string_lit(&name, &arg.value, "\"numa_rt\"")?;
+            let path = lit.parse::<Path>().map_err(|_| {
+                syn::Error::new_spanned(
+                    &lit,
+                    format!(
+                        "`crate` must be a path such as \"numa_rt\" or \"::my::rt\", not {:?}",
+                        lit.value()
+                    ),
+                )
+            })?;
+            config.crate_path = Some(path);
+        }
+        _ => unreachable!("every name in KNOWN_ARGS is handled"),
+    }
+    Ok(())
+}
+
+/// Looks through the invisible groups `macro_rules!` puts around `$x:expr` fragments.
+fn strip_groups(mut value: &Expr) -> &Expr {
+    while let Expr::Group(g) = value {
+        value = &g.expr;
+    }
+    value
+}
+
+/// `value` as an integer literal in `1..=max`, re-emitted unsuffixed with the literal's span (so
+/// `4usize` and `4` both work, whatever integer type the builder takes).
+fn positive_int(name: &str, value: &Expr, example: &str, max: u64) -> syn::Result<Literal> {
+    let value = strip_groups(value);
+    let too_small = || syn::Error::new_spanned(value, format!("`{name}` must be at least 1"));
+    match value {
+        Expr::Lit(syn::ExprLit {
+            lit: Lit::Int(int), ..
+        }) => {
+            let n = int
+                .base10_parse::<u64>()
+                .ok()
+                .filter(|&n| n <= max)
+                .ok_or_else(|| {
+                    syn::Error::new_spanned(int, format!("`{name}` is too large: at most {max}"))
+                })?;
+            if n == 0 {
+                return Err(too_small());
+            }
+            let mut lit = Literal::u64_unsuffixed(n);
+            lit.set_span(int.span());
+            Ok(lit)
+        }
+        // `-1`: a literal, just not an allowed one.
+        Expr::Unary(u)
+            if matches!(u.op, UnOp::Neg(_))
+                && matches!(
+                    strip_groups(&u.expr),
+                    Expr::Lit(syn::ExprLit {
+                        lit: Lit::Int(_),
+                        ..
+                    })
+                ) =>
+        {
+            Err(too_small())
+        }
+        _ => Err(syn::Error::new_spanned(
+            value,
+            format!("`{name}` expects an integer literal, as in `{name} = {example}`"),
+        )),
+    }
+}
+
+/// `value` as a string literal.
+fn string_lit(name: &str, value: &Expr, example: &str) -> syn::Result<LitStr> {
+    match strip_groups(value) {
+        Expr::Lit(syn::ExprLit {
+            lit: Lit::Str(s), ..
+        }) => Ok(s.clone()),
+        other => Err(syn::Error::new_spanned(
+            other,
+            format!("`{name}` expects a string literal, as in `{name} = {example}`"),
+        )),
+    }
+}
+
+/// Checks that `func` is something the attribute can wrap. Every problem found is reported.
+fn check_fn(kind: Kind, func: &ItemFn) -> syn::Result<()> {
+    let sig = &func.sig;
+    let attr = kind.attr();
+    let mut errors = None;
+    if sig.asyncness.is_none() {
+        push_error(
+            &mut errors,
+            syn::Error::new_spanned(
+                sig.fn_token,
+                format!("the `async` keyword is missing from the function declaration: {attr} needs an `async fn`"),
+            ),
+        );
+    }
+    if !sig.inputs.is_empty() || sig.variadic.is_some() {
+        let what = match kind {
+            Kind::Main if sig.ident == "main" => "the `main` function".to_string(),
+            _ => format!("a {attr} function"),
+        };
+        push_error(
+            &mut errors,
+            syn::Error::new_spanned(&sig.inputs, format!("{what} cannot take parameters")),
+        );
+    }
+    let generic = !sig.generics.params.is_empty() || sig.generics.where_clause.is_some();
+    if generic && (kind == Kind::Test || sig.ident == "main") {
+        let what = match kind {
+            Kind::Main => "the `main` function",
+            Kind::Test => "a test function",
+        };
+        // `Generics` prints only `<...>`, so point at the `where` clause when that's all there is.
+        let err = if sig.generics.params.is_empty() {
+            syn::Error::new_spanned(
+                &sig.generics.where_clause,
+                format!("{what} cannot be generic"),
+            )
+        } else {
+            syn::Error::new_spanned(&sig.generics, format!("{what} cannot be generic"))
+        };
+        push_error(&mut errors, err);
+    }
+    if kind == Kind::Test {
+        if let Some(test_attr) = func.attrs.iter().find(|a| is_test_attr(a)) {
+            push_error(
+                &mut errors,
+                syn::Error::new_spanned(
+                    test_attr,
+                    "second test attribute: #[numa_rt::test] already emits `#[test]`, remove this one",
+                ),
+            );
+        }
+    }
+    match errors {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// `#[test]`, or the prelude's test attribute spelled out (`#[core::prelude::v1::test]`).
+fn is_test_attr(attr: &Attribute) -> bool {
+    let path = attr.path();
+    path.is_ident("test")
+        || (path.segments.last().is_some_and(|s| s.ident == "test")
+            && path.segments.iter().any(|s| s.ident == "prelude"))
+}
+
+/// The function's return type, `()` when none is written.
+fn output_type(ret: &ReturnType) -> TokenStream {
+    match ret {
+        ReturnType::Default => quote!(()),
+        ReturnType::Type(_, ty) => ty.to_token_stream(),
+    }
+}
+
+/// Whether `tokens` mention `impl` anywhere (`-> impl Trait`): such a type can't be written in a
+/// `let` or a `dyn Future<Output = ..>`, so the body's output is then left to inference.
+fn mentions_impl(tokens: TokenStream) -> bool {
+    tokens.into_iter().any(|tt| match tt {
+        TokenTree::Ident(i) => i == "impl",
+        TokenTree::Group(g) => mentions_impl(g.stream()),
+        _ => false,
+    })
+}
+
+/// The expression that creates the runtime, per `config`.
+fn runtime_expr(config: &Config) -> TokenStream {
+    let krate = match &config.crate_path {
+        Some(path) => path.to_token_stream(),
+        None => quote!(::numa_rt),
+    };
+    if !config.uses_builder() {
+        return quote! { #krate::Runtime::new().expect(#BUILD_FAILED) };
+    }
+    let mut calls = TokenStream::new();
+    // Each call carries its argument's span: if the runtime's API disagrees, the error points there.
+    if let Some((key, n)) = &config.max_procs {
+        calls.extend(quote_spanned! {key.span()=> .max_procs(#n) });
+    }
+    if let Some((key, n)) = &config.global_queue_interval {
+        calls.extend(quote_spanned! {key.span()=> .global_queue_interval(#n) });
+    }
+    if let Some((key, spec)) = &config.topology {
+        let msg = format!(
+            "invalid `topology = {:?}` in the numa_rt attribute",
+            spec.value()
+        );
+        calls.extend(quote_spanned! {key.span()=>
+            .topology(#krate::numa::Topology::from_spec(#spec).expect(#msg))
+        });
+    }
+    quote! { #krate::Builder::new() #calls .build().expect(#BUILD_FAILED) }
+}
+
+/// The synchronous function that runs `func`'s body on a new runtime.
+fn expand_fn(kind: Kind, config: &Config, func: ItemFn) -> TokenStream {
+    let ItemFn {
+        attrs,
+        vis,
+        mut sig,
+        block,
+    } = func;
+    sig.asyncness = None;
+    // Mixed-site hygiene: the user's body can't see or shadow these names.
+    let rt = Ident::new("rt", Span::mixed_site());
+    let body = Ident::new("body", Span::mixed_site());
+    let ret = Ident::new("ret", Span::mixed_site());
+    let output = output_type(&sig.output);
+    let typed = !mentions_impl(output.clone());
+    let runtime = runtime_expr(config);
+
+    // The body's `?` and `return` leave the async block, so its output type is the function's
+    // return type; binding the block to a `let` of that type pins it down for inference and makes
+    // a wrong tail expression an error at the user's expression. `return` (a statement, which can
+    // carry attributes) so a diverging body, e.g. a server's `loop {}`, doesn't warn here.
+    let async_body = if typed {
+        quote! {
+            async move {
+                let #ret: #output = #block;
+                #[allow(unreachable_code, clippy::needless_return, clippy::let_and_return)]
+                return #ret;
+            }
+        }
+    } else {
+        quote! { async move #block }
+    };
+    // Tests pin the body and erase its type, so `block_on` is instantiated once per output type
+    // rather than once per test: many tests, less code to compile.
+    let erase = if kind == Kind::Test && typed {
+        quote! {
+            let #body = ::core::pin::pin!(#body);
+            let #body: ::core::pin::Pin<&mut dyn ::core::future::Future<Output = #output>> = #body;
+        }
+    } else {
+        TokenStream::new()
+    };
+    let test_attr = match kind {
+        Kind::Test => quote!(#[::core::prelude::v1::test]),
+        Kind::Main => TokenStream::new(),
+    };
+    // The runtime is created first so that it is dropped last, after the (pinned) body.
+    quote! {
+        #test_attr
+        #(#attrs)*
+        #vis #sig {
+            let #rt = #runtime;
+            let #body = #async_body;
+            #erase
+            #rt.block_on(#body)
+        }
+    }
+}
+
+/// What to emit next to a function-shape error: a function of the same name that compiles
+/// whatever the original looked like (no `async`, parameters, generics or body), so that the
+/// error above it is the only one. Tests keep `#[test]` so it isn't reported as dead code.
+fn stand_in(kind: Kind, func: &ItemFn) -> TokenStream {
+    let attrs = func
+        .attrs
+        .iter()
+        .filter(|a| !(kind == Kind::Test && is_test_attr(a)));
+    let vis = &func.vis;
+    let ident = &func.sig.ident;
+    let test_attr = match kind {
+        Kind::Test => quote!(#[::core::prelude::v1::test]),
+        Kind::Main => quote!(#[allow(dead_code)]),
+    };
+    let msg = format!("{} could not expand this function", kind.attr());
+    let span = func.sig.span();
+    quote_spanned! {span=>
+        #test_attr
+        #(#attrs)*
+        #vis fn #ident() {
+            ::core::panic!(#msg)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Expands `#[numa_rt::main(args)]` on `item`, both given as source text.
+    fn main_str(args: &str, item: &str) -> String {
+        main(args.parse().unwrap(), item.parse().unwrap()).to_string()
+    }
+
+    /// Expands `#[numa_rt::test(args)]` on `item`, both given as source text.
+    fn test_str(args: &str, item: &str) -> String {
+        test(args.parse().unwrap(), item.parse().unwrap()).to_string()
+    }
+
+    /// The messages of the `compile_error!`s in an expansion.
+    fn errors(expansion: &str) -> Vec<String> {
+        let file: syn::File = syn::parse_str(expansion).expect("expansion parses as items");
+        file.items
+            .iter()
+            .filter_map(|item| match item {
+                syn::Item::Macro(m)
+                    if m.mac.path.segments.last().unwrap().ident == "compile_error" =>
+                {
+                    Some(syn::parse2::<LitStr>(m.mac.tokens.clone()).unwrap().value())
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The messages of the errors for `args` alone, via the config parser.
+    fn arg_errors(args: &str) -> Vec<String> {
+        match parse_config(args.parse().unwrap()).1 {
+            Some(e) => e.into_iter().map(|e| e.to_string()).collect(),
+            None => vec![],
+        }
+    }
+
+    /// Removes all whitespace, so expansions can be compared regardless of spacing.
+    fn squash(s: &str) -> String {
+        s.chars().filter(|c| !c.is_whitespace()).collect()
+    }
+
+    #[test]
+    fn accepts_every_argument() {
+        let (config, errors) = parse_config(
+            r#"max_procs = 4, topology = "0;1", global_queue_interval = 31, crate = "rt","#
+                .parse()
+                .unwrap(),
+        );
+        assert!(errors.is_none());
+        assert_eq!(config.max_procs.unwrap().1.to_string(), "4");
+        assert_eq!(config.global_queue_interval.unwrap().1.to_string(), "31");
+        assert_eq!(config.topology.unwrap().1.value(), "0;1");
+        assert_eq!(
+            config.crate_path.unwrap().to_token_stream().to_string(),
+            "rt"
+        );
+    }
+
+    #[test]
+    fn empty_arguments_are_fine() {
+        let (config, errors) = parse_config(TokenStream::new());
+        assert!(errors.is_none());
+        assert!(!config.uses_builder());
+        assert!(config.crate_path.is_none());
+    }
+
+    #[test]
+    fn integer_suffixes_are_dropped() {
+        let (config, errors) = parse_config("max_procs = 4usize".parse().unwrap());
+        assert!(errors.is_none());
+        assert_eq!(config.max_procs.unwrap().1.to_string(), "4");
+    }
+
+    #[test]
+    fn unknown_argument() {
+        assert_eq!(
+            arg_errors("foo = 1"),
+            ["unknown attribute `foo`: expected one of `max_procs`, `topology`, `global_queue_interval`, `crate`"]
+        );
+        assert!(arg_errors("worker_threads = 2")[0]
+            .ends_with("numa_rt calls the worker count `max_procs`"));
+        // Unknown and without a value: still reported as unknown.
+        assert!(arg_errors("flavor")[0].starts_with("unknown attribute `flavor`"));
+    }
+
+    #[test]
+    fn wrong_literal_types() {
+        assert_eq!(
+            arg_errors(r#"max_procs = "4""#),
+            ["`max_procs` expects an integer literal, as in `max_procs = 4`"]
+        );
+        assert_eq!(
+            arg_errors("max_procs = n"),
+            ["`max_procs` expects an integer literal, as in `max_procs = 4`"]
+        );
+        assert_eq!(
+            arg_errors("max_procs = 1.5"),
+            ["`max_procs` expects an integer literal, as in `max_procs = 4`"]
+        );
+        assert_eq!(
+            arg_errors("topology = 3"),
+            ["`topology` expects a string literal, as in `topology = \"0;1\"`"]
+        );
+        assert_eq!(
+            arg_errors("global_queue_interval = true"),
+            ["`global_queue_interval` expects an integer literal, as in `global_queue_interval = 61`"]
+        );
+        assert_eq!(
+            arg_errors("crate = numa_rt"),
+            ["`crate` expects a string literal, as in `crate = \"numa_rt\"`"]
+        );
+    }
+
+    #[test]
+    fn out_of_range_integers() {
+        assert_eq!(
+            arg_errors("max_procs = 0"),
+            ["`max_procs` must be at least 1"]
+        );
+        assert_eq!(
+            arg_errors("max_procs = -1"),
+            ["`max_procs` must be at least 1"]
+        );
+        assert_eq!(
+            arg_errors("global_queue_interval = 0"),
+            ["`global_queue_interval` must be at least 1"]
+        );
+        assert_eq!(
+            arg_errors("global_queue_interval = 4294967296"),
+            ["`global_queue_interval` is too large: at most 4294967295"]
+        );
+    }
+
+    #[test]
+    fn bad_strings() {
+        assert!(arg_errors(r#"topology = "  ""#)[0].starts_with("`topology` must not be empty"));
+        assert!(arg_errors(r#"crate = "not a path""#)[0].starts_with("`crate` must be a path"));
+    }
+
+    #[test]
+    fn duplicate_argument() {
+        assert_eq!(
+            arg_errors("max_procs = 2, max_procs = 3"),
+            ["duplicate attribute `max_procs`: each argument may be given only once"]
+        );
+        // Even when the first one was rejected.
+        assert_eq!(arg_errors("max_procs = 0, max_procs = 3").len(), 2);
+    }
+
+    #[test]
+    fn all_argument_errors_are_reported_together() {
+        assert_eq!(arg_errors("max_procs = 0, foo = 1, topology = 3").len(), 3);
+    }
+
+    #[test]
+    fn syntax_errors() {
+        assert_eq!(
+            arg_errors("max_procs"),
+            ["`max_procs` needs a value: write `max_procs = ...`"]
+        );
+        assert_eq!(
+            arg_errors("max_procs(4)"),
+            ["`max_procs` needs a value: write `max_procs = ...`"]
+        );
+        assert_eq!(
+            arg_errors("max_procs = 4 topology = \"0\""),
+            ["expected `,`"]
+        );
+        assert!(arg_errors("4")[0].starts_with("expected an argument such as `max_procs = 4`"));
+    }
+
+    #[test]
+    fn default_expansion_uses_runtime_new() {
+        let out = main_str("", "async fn main() { work().await; }");
+        assert!(errors(&out).is_empty());
+        let out = squash(&out);
+        assert!(out.contains(&squash(
+            r#"::numa_rt::Runtime::new().expect("failed to build the numa_rt runtime")"#
+        )));
+        assert!(out.contains(&squash("async move { let ret: () = { work().await; };")));
+        assert!(out.contains(&squash("rt.block_on(body)")));
+        assert!(out.starts_with("fnmain(){"), "{out}");
+    }
+
+    #[test]
+    fn builder_expansion() {
+        let out = main_str(
+            r#"max_procs = 4, global_queue_interval = 31, topology = "0;1""#,
+            "async fn main() {}",
+        );
+        assert!(squash(&out).contains(&squash(
+            r#"::numa_rt::Builder::new()
+                .max_procs(4)
+                .global_queue_interval(31)
+                .topology(::numa_rt::numa::Topology::from_spec("0;1")
+                    .expect("invalid `topology = \"0;1\"` in the numa_rt attribute"))
+                .build()
+                .expect("failed to build the numa_rt runtime")"#
+        )));
+    }
+
+    #[test]
+    fn crate_path_override() {
+        let out = squash(&main_str(r#"crate = "rt""#, "async fn main() {}"));
+        assert!(out.contains("rt::Runtime::new()"));
+        assert!(!out.contains("numa_rt::Runtime"));
+        let out = squash(&main_str(
+            r#"crate = "::my::rt", max_procs = 1"#,
+            "async fn main() {}",
+        ));
+        assert!(
+            out.contains("::my::rt::Builder::new().max_procs(1)"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn return_type_is_enforced() {
+        let out = squash(&main_str(
+            "",
+            "async fn main() -> Result<(), Box<dyn std::error::Error>> { Ok(()) }",
+        ));
+        assert!(
+            out.starts_with("fnmain()->Result<(),Box<dynstd::error::Error>>{"),
+            "{out}"
+        );
+        assert!(
+            out.contains("letret:Result<(),Box<dynstd::error::Error>>={Ok(())};"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn impl_trait_return_is_left_to_inference() {
+        let out = main_str("", "async fn run() -> impl std::fmt::Debug { 1 }");
+        assert!(errors(&out).is_empty());
+        let out = squash(&out);
+        assert!(out.contains("letbody=asyncmove{1};"), "{out}");
+    }
+
+    #[test]
+    fn attributes_and_visibility_are_kept() {
+        let out = squash(&main_str(
+            "",
+            "/// Docs.\n#[inline(never)] pub async fn main() {}",
+        ));
+        assert!(
+            out.starts_with("#[doc=\"Docs.\"]#[inline(never)]pubfnmain(){"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn test_expansion() {
+        let out = test_str(
+            "max_procs = 2",
+            "#[should_panic] #[ignore] async fn t() -> Result<(), String> { Ok(()) }",
+        );
+        assert!(errors(&out).is_empty());
+        let out = squash(&out);
+        assert!(
+            out.starts_with(
+                "#[::core::prelude::v1::test]#[should_panic]#[ignore]fnt()->Result<(),String>{"
+            ),
+            "{out}"
+        );
+        assert!(out.contains("::numa_rt::Builder::new().max_procs(2)"));
+        assert!(out.contains(&squash(
+            "let body: ::core::pin::Pin<&mut dyn ::core::future::Future<Output = Result<(), String>>> = body;"
+        )));
+    }
+
+    #[test]
+    fn not_async() {
+        let out = main_str("", "fn main() {}");
+        assert_eq!(
+            errors(&out),
+            ["the `async` keyword is missing from the function declaration: #[numa_rt::main] needs an `async fn`"]
+        );
+        let out = test_str("", "fn t() {}");
+        assert_eq!(
+            errors(&out),
+            ["the `async` keyword is missing from the function declaration: #[numa_rt::test] needs an `async fn`"]
+        );
+    }
+
+    #[test]
+    fn parameters() {
+        assert_eq!(
+            errors(&main_str("", "async fn main(x: u32) {}")),
+            ["the `main` function cannot take parameters"]
+        );
+        assert_eq!(
+            errors(&main_str("", "async fn run(x: u32) {}")),
+            ["a #[numa_rt::main] function cannot take parameters"]
+        );
+        assert_eq!(
+            errors(&test_str("", "async fn t(x: u32) {}")),
+            ["a #[numa_rt::test] function cannot take parameters"]
+        );
+    }
+
+    #[test]
+    fn generics() {
+        assert_eq!(
+            errors(&main_str("", "async fn main<T>() {}")),
+            ["the `main` function cannot be generic"]
+        );
+        assert_eq!(
+            errors(&main_str("", "async fn main() where u8: Copy {}")),
+            ["the `main` function cannot be generic"]
+        );
+        assert_eq!(
+            errors(&test_str("", "async fn t<T>() {}")),
+            ["a test function cannot be generic"]
+        );
+        // Other functions may be generic: the body just runs to completion.
+        assert!(errors(&main_str(
+            "",
+            "async fn run<T: Default>() -> T { T::default() }"
+        ))
+        .is_empty());
+    }
+
+    #[test]
+    fn second_test_attribute() {
+        assert_eq!(
+            errors(&test_str("", "#[test] async fn t() {}")),
+            ["second test attribute: #[numa_rt::test] already emits `#[test]`, remove this one"]
+        );
+        // The stand-in doesn't repeat it.
+        let out = squash(&test_str("", "#[test] async fn t() {}"));
+        assert_eq!(out.matches("v1::test]").count(), 1, "{out}");
+        assert!(!out.contains("#[test]fn"), "{out}");
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_once() {
+        let out = main_str("max_procs = 0, foo = 1", "fn main<T>(x: T) {}");
+        assert_eq!(errors(&out).len(), 5, "{out}");
+    }
+
+    #[test]
+    fn argument_errors_still_expand_the_valid_rest() {
+        let out = main_str(
+            "max_procs = 0, global_queue_interval = 7",
+            "async fn main() {}",
+        );
+        assert_eq!(errors(&out), ["`max_procs` must be at least 1"]);
+        let out = squash(&out);
+        assert!(
+            out.contains("Builder::new().global_queue_interval(7).build()"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn stand_in_replaces_an_unusable_function() {
+        let out = main_str("", "async fn main(x: u32) -> Result<(), ()> { Ok(()) }");
+        let file: syn::File = syn::parse_str(&out).unwrap();
+        let func = file
+            .items
+            .iter()
+            .find_map(|i| match i {
+                syn::Item::Fn(f) => Some(f),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(func.sig.ident, "main");
+        assert!(func.sig.inputs.is_empty() && func.sig.asyncness.is_none());
+    }
+
+    #[test]
+    fn not_a_function() {
+        let out = main_str("", "struct S;");
+        assert_eq!(
+            errors(&out),
+            ["#[numa_rt::main] can only be applied to an `async fn`"]
+        );
+        assert!(out.contains("struct S"));
+    }
+}

@@ -1,0 +1,2 @@
+#[numa_rt::main]
+fn main() {}

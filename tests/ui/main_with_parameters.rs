@@ -1,0 +1,4 @@
+#[numa_rt::main]
+async fn main(args: Vec<String>) {
+    drop(args);
+}

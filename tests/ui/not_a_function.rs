@@ -1,0 +1,4 @@
+#[numa_rt::main]
+struct Main;
+
+fn main() {}

@@ -1,0 +1,4 @@
+#[numa_rt::test]
+fn not_async() {}
+
+fn main() {}

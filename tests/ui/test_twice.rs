@@ -1,0 +1,5 @@
+#[numa_rt::test]
+#[test]
+async fn twice() {}
+
+fn main() {}

@@ -1,0 +1,2 @@
+#[numa_rt::main(foo = 1)]
+async fn main() {}
