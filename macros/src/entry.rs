@@ -56,13 +56,16 @@ fn expand(kind: Kind, args: TokenStream, item: TokenStream) -> TokenStream {
     let (config, arg_errors) = parse_config(args);
     let func: ItemFn = match syn::parse2(item.clone()) {
         Ok(func) => func,
-        // Not a function at all: report it and give the item back untouched, so the only error
-        // the user sees is ours.
-        Err(_) => {
-            let err = syn::Error::new_spanned(
-                &item,
-                format!("{} can only be applied to an `async fn`", kind.attr()),
-            );
+        // Give the item back untouched next to the error, so the only error the user sees is ours.
+        Err(parse_error) => {
+            // Another kind of item gets our message; something syn can't parse, its own.
+            let err = match syn::parse2::<syn::Item>(item.clone()) {
+                Ok(_) => syn::Error::new_spanned(
+                    &item,
+                    format!("{} can only be applied to an `async fn`", kind.attr()),
+                ),
+                Err(_) => parse_error,
+            };
             let mut errors = arg_errors;
             push_error(&mut errors, err);
             return join(
