@@ -1,1 +1,50 @@
-//! numa_rt's scheduler (in progress).
+//! numa_rt's scheduler: Go's G/P/M model for Rust futures.
+//!
+//! | Go | numa_rt | here |
+//! |----|---------|------|
+//! | G (goroutine) | a task: a future wrapped by async-task | [`task`] |
+//! | P (processor) | the right to run tasks: a local run queue, `runnext`, a reactor | `scheduler::processor` |
+//! | M (machine) | an OS thread; runs tasks only while holding a P | `scheduler::machine` |
+//! | `runq`, `runnext` | bounded ring + LIFO slot | `queue` |
+//! | `sched.runq` | one global queue per NUMA node | `scheduler::inject` |
+//! | `pidle`, `nmspinning`, `wakep` | idle P's and spinning M's | `scheduler::idle` |
+//! | `handoffp` | `block_in_place` | [`block_in_place`] |
+//! | GOMAXPROCS | `max_procs` / `NUMA_RT_MAXPROCS` | [`Builder`] |
+//!
+//! docs/architecture.md (at the repository root) explains the scheduling
+//! loop, the park/unpark protocol and its barrier, the invariants, and the
+//! designs that were rejected. Users normally reach this crate through the
+//! `numa_rt` facade.
+//!
+//! ```
+//! let rt = numa_rt_executor::Runtime::new().unwrap();
+//! let out = rt.block_on(async {
+//!     let h = numa_rt_executor::spawn(async { 6 * 7 });
+//!     h.await.unwrap()
+//! });
+//! assert_eq!(out, 42);
+//! ```
+
+#![deny(clippy::undocumented_unsafe_blocks)]
+#![warn(missing_docs)]
+
+mod blocking;
+mod builder;
+mod context;
+mod local;
+mod loom;
+mod metrics;
+pub mod numa;
+mod queue;
+mod runtime;
+mod scheduler;
+mod spawn;
+pub mod task;
+
+pub use blocking::block_in_place;
+pub use builder::{Builder, MAXPROCS_ENV};
+pub use context::EnterGuard;
+pub use metrics::{NodeMetrics, ProcMetrics, RuntimeMetrics};
+pub use runtime::{Handle, Runtime, TryCurrentError};
+pub use spawn::{spawn, spawn_blocking, spawn_local};
+pub use task::{JoinError, JoinHandle};

@@ -1,0 +1,235 @@
+//! `Builder`: configures and builds a [`Runtime`](crate::Runtime).
+
+use crate::runtime::{Handle, Runtime};
+use crate::scheduler::Shared;
+use numa_rt_numa::Topology;
+use std::fmt;
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The environment variable that sets the number of processors (Go's GOMAXPROCS).
+pub const MAXPROCS_ENV: &str = "NUMA_RT_MAXPROCS";
+
+type Callback = Arc<dyn Fn() + Send + Sync>;
+
+/// Builds a runtime with custom settings.
+///
+/// ```
+/// let rt = numa_rt_executor::Builder::new()
+///     .max_procs(2)
+///     .thread_name("my-worker")
+///     .build()
+///     .unwrap();
+/// assert_eq!(rt.block_on(async { 1 + 1 }), 2);
+/// ```
+pub struct Builder {
+    max_procs: Option<usize>,
+    thread_name: Arc<dyn Fn() -> String + Send + Sync>,
+    thread_stack_size: Option<usize>,
+    max_blocking_threads: usize,
+    blocking_keep_alive: Duration,
+    global_queue_interval: u32,
+    event_interval: u32,
+    on_thread_start: Option<Callback>,
+    on_thread_stop: Option<Callback>,
+    topology: Option<Topology>,
+    pin_cores: bool,
+}
+
+/// The settings the scheduler reads while it runs.
+#[derive(Clone)]
+pub(crate) struct Config {
+    pub(crate) thread_name: Arc<dyn Fn() -> String + Send + Sync>,
+    pub(crate) thread_stack_size: Option<usize>,
+    pub(crate) max_blocking_threads: usize,
+    pub(crate) blocking_keep_alive: Duration,
+    pub(crate) global_queue_interval: u32,
+    pub(crate) event_interval: u32,
+    pub(crate) on_thread_start: Option<Callback>,
+    pub(crate) on_thread_stop: Option<Callback>,
+    pub(crate) pin_cores: bool,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Builder {
+    /// Default settings: `max_procs` from `NUMA_RT_MAXPROCS` or the CPUs this
+    /// process may use (capped by its cgroup CPU quota); the global queue
+    /// checked every 61 ticks; up to 512 blocking threads kept 10 s.
+    pub fn new() -> Builder {
+        Builder {
+            max_procs: None,
+            thread_name: Arc::new(|| "numa_rt-worker".to_string()),
+            thread_stack_size: None,
+            max_blocking_threads: 512,
+            blocking_keep_alive: Duration::from_secs(10),
+            global_queue_interval: 61,
+            event_interval: 61,
+            on_thread_start: None,
+            on_thread_stop: None,
+            topology: None,
+            pin_cores: false,
+        }
+    }
+
+    /// The number of processors (P's): how many tasks run in parallel.
+    /// Overrides `NUMA_RT_MAXPROCS`. Must be at least 1.
+    pub fn max_procs(&mut self, n: usize) -> &mut Self {
+        self.max_procs = Some(n);
+        self
+    }
+
+    /// The name of the runtime's threads.
+    pub fn thread_name(&mut self, name: impl Into<String>) -> &mut Self {
+        let name = name.into();
+        self.thread_name = Arc::new(move || name.clone());
+        self
+    }
+
+    /// A function that names each new thread.
+    pub fn thread_name_fn(&mut self, f: impl Fn() -> String + Send + Sync + 'static) -> &mut Self {
+        self.thread_name = Arc::new(f);
+        self
+    }
+
+    /// The stack size of the runtime's threads, in bytes.
+    pub fn thread_stack_size(&mut self, bytes: usize) -> &mut Self {
+        self.thread_stack_size = Some(bytes);
+        self
+    }
+
+    /// The most threads `spawn_blocking` may run at once (default 512).
+    pub fn max_blocking_threads(&mut self, n: usize) -> &mut Self {
+        self.max_blocking_threads = n;
+        self
+    }
+
+    /// How long an idle blocking thread waits for work before it exits (default 10 s).
+    pub fn blocking_keep_alive(&mut self, d: Duration) -> &mut Self {
+        self.blocking_keep_alive = d;
+        self
+    }
+
+    /// Every `n`-th scheduling tick a processor takes work from its node's
+    /// global queue before its own (default 61, Go's value). Must be ≥ 1.
+    pub fn global_queue_interval(&mut self, n: u32) -> &mut Self {
+        self.global_queue_interval = n;
+        self
+    }
+
+    /// Every `n`-th scheduling tick a busy processor polls its reactor
+    /// without blocking (default 61). Must be ≥ 1.
+    pub fn event_interval(&mut self, n: u32) -> &mut Self {
+        self.event_interval = n;
+        self
+    }
+
+    /// Runs `f` on each runtime thread when it starts.
+    pub fn on_thread_start(&mut self, f: impl Fn() + Send + Sync + 'static) -> &mut Self {
+        self.on_thread_start = Some(Arc::new(f));
+        self
+    }
+
+    /// Runs `f` on each runtime thread before it stops.
+    pub fn on_thread_stop(&mut self, f: impl Fn() + Send + Sync + 'static) -> &mut Self {
+        self.on_thread_stop = Some(Arc::new(f));
+        self
+    }
+
+    /// Uses `topology` instead of the machine's (or `NUMA_RT_TOPOLOGY`'s).
+    pub fn topology(&mut self, topology: Topology) -> &mut Self {
+        self.topology = Some(topology);
+        self
+    }
+
+    /// Pins each M to a single core of its node instead of the whole node.
+    pub fn pin_cores(&mut self, pin: bool) -> &mut Self {
+        self.pin_cores = pin;
+        self
+    }
+
+    /// Builds the runtime; its threads start at once.
+    ///
+    /// Errors (`InvalidInput`) name what was wrong: `max_procs(0)`, a zero
+    /// interval or blocking-thread cap, an invalid `NUMA_RT_MAXPROCS` or
+    /// `NUMA_RT_TOPOLOGY`.
+    pub fn build(&mut self) -> io::Result<Runtime> {
+        let invalid = |msg: String| io::Error::new(io::ErrorKind::InvalidInput, msg);
+        if self.max_procs == Some(0) {
+            return Err(invalid("Builder::max_procs must be at least 1, got 0".into()));
+        }
+        if self.global_queue_interval == 0 {
+            return Err(invalid("Builder::global_queue_interval must be at least 1, got 0".into()));
+        }
+        if self.event_interval == 0 {
+            return Err(invalid("Builder::event_interval must be at least 1, got 0".into()));
+        }
+        if self.max_blocking_threads == 0 {
+            return Err(invalid("Builder::max_blocking_threads must be at least 1, got 0".into()));
+        }
+        let max_procs = match self.max_procs {
+            Some(n) => n,
+            None => match maxprocs_from_env()? {
+                Some(n) => n,
+                None => numa_rt_numa::sys::default_max_procs(),
+            },
+        };
+        let topology = match &self.topology {
+            Some(t) => t.clone(),
+            None => match Topology::from_env().map_err(io::Error::from)? {
+                Some(t) => t,
+                None => Topology::discover()?,
+            },
+        };
+        let node_of_p: Vec<usize> = numa_rt_numa::partition_procs(&topology, max_procs).into_iter().map(usize::from).collect();
+        let start_node = usize::from(numa_rt_numa::random_start_node(topology.nodes().len()));
+        let config = Config {
+            thread_name: self.thread_name.clone(),
+            thread_stack_size: self.thread_stack_size,
+            max_blocking_threads: self.max_blocking_threads,
+            blocking_keep_alive: self.blocking_keep_alive,
+            global_queue_interval: self.global_queue_interval,
+            event_interval: self.event_interval,
+            on_thread_start: self.on_thread_start.clone(),
+            on_thread_stop: self.on_thread_stop.clone(),
+            pin_cores: self.pin_cores,
+        };
+        let shared = Shared::build(config, topology, node_of_p, start_node)?;
+        Ok(Runtime::from_handle(Handle { shared }))
+    }
+}
+
+/// Reads `NUMA_RT_MAXPROCS`: unset or empty is `None`; anything but a whole
+/// number ≥ 1 is an error naming the variable and the value.
+fn maxprocs_from_env() -> io::Result<Option<usize>> {
+    let Some(v) = std::env::var_os(MAXPROCS_ENV) else { return Ok(None) };
+    let s = v.to_string_lossy();
+    let t = s.trim();
+    if t.is_empty() {
+        return Ok(None);
+    }
+    match t.parse::<usize>() {
+        Ok(0) => Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{MAXPROCS_ENV}={s:?} is invalid: the number of processors must be at least 1"))),
+        Ok(n) => Ok(Some(n)),
+        Err(e) => Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{MAXPROCS_ENV}={s:?} is invalid: expected a whole number of processors ({e})"))),
+    }
+}
+
+impl fmt::Debug for Builder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Builder")
+            .field("max_procs", &self.max_procs)
+            .field("thread_stack_size", &self.thread_stack_size)
+            .field("max_blocking_threads", &self.max_blocking_threads)
+            .field("global_queue_interval", &self.global_queue_interval)
+            .field("event_interval", &self.event_interval)
+            .field("topology", &self.topology)
+            .field("pin_cores", &self.pin_cores)
+            .finish_non_exhaustive()
+    }
+}

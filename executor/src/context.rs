@@ -1,0 +1,163 @@
+//! Thread-local context: which runtime, M and P the current thread belongs to.
+
+use crate::local::LocalQueue;
+use crate::loom::Arc;
+use crate::runtime::Handle;
+use crate::scheduler::machine::Machine;
+use crate::scheduler::{BoxCore, Shared};
+use crate::task::Runnable;
+use std::cell::{Cell, RefCell};
+use std::ptr;
+
+/// The state of an M's thread. Lives on the M's stack for its whole life.
+pub(crate) struct Worker {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) machine: Arc<Machine>,
+    /// The P's core while a task is polled or the driver runs (so the
+    /// schedule function can push to the local queue); `None` while the run
+    /// loop holds it, or when this M has no P.
+    pub(crate) core: RefCell<Option<BoxCore>>,
+    /// Set while the P's driver fires wakers: those wakes are queued FIFO.
+    pub(crate) in_driver: Cell<bool>,
+}
+
+impl Worker {
+    pub(crate) fn new(shared: Arc<Shared>, machine: Arc<Machine>) -> Self {
+        Worker { shared, machine, core: RefCell::new(None), in_driver: Cell::new(false) }
+    }
+}
+
+thread_local! {
+    /// The M of this thread, if it is one. Set by `enter_worker` for the
+    /// life of the M's run function.
+    static WORKER: Cell<*const Worker> = const { Cell::new(ptr::null()) };
+    /// The runtime entered on this thread (`Handle::enter`, `block_on`, workers).
+    static HANDLE: RefCell<Option<Handle>> = const { RefCell::new(None) };
+    /// Where `spawn_local` puts tasks on this thread.
+    static LOCAL: RefCell<Option<Arc<LocalQueue>>> = const { RefCell::new(None) };
+}
+
+/// Resets the worker pointer when the M's run function ends.
+pub(crate) struct WorkerGuard {
+    _handle: EnterGuard,
+}
+
+impl Drop for WorkerGuard {
+    fn drop(&mut self) {
+        WORKER.with(|w| w.set(ptr::null()));
+        LOCAL.with(|l| l.borrow_mut().take());
+    }
+}
+
+pub(crate) fn enter_worker(worker: &Worker) -> WorkerGuard {
+    WORKER.with(|w| w.set(worker));
+    LOCAL.with(|l| *l.borrow_mut() = Some(worker.machine.local.clone()));
+    WorkerGuard { _handle: enter(Handle { shared: worker.shared.clone() }) }
+}
+
+/// Runs `f` with this thread's worker, if any.
+#[inline]
+pub(crate) fn with_worker<R>(f: impl FnOnce(Option<&Worker>) -> R) -> R {
+    WORKER.with(|w| {
+        let p = w.get();
+        // SAFETY: `WORKER` is only set by `enter_worker` on this thread to a
+        // `Worker` that outlives the guard clearing it again; the pointer is
+        // never shared with another thread.
+        f(unsafe { p.as_ref() })
+    })
+}
+
+/// Pushes through this thread's P if it is a worker of `shared` holding one:
+/// `f(core, in_driver, task)`. Otherwise the task comes back.
+#[inline]
+pub(crate) fn with_core<R>(
+    shared: &Arc<Shared>,
+    task: Runnable,
+    f: impl FnOnce(&mut crate::scheduler::processor::Core, bool, Runnable) -> R,
+) -> Result<R, Runnable> {
+    with_worker(|w| match w {
+        Some(w) if ptr::eq(&*w.shared, &**shared) => match w.core.try_borrow_mut() {
+            Ok(mut c) => match c.as_mut() {
+                Some(core) => Ok(f(core, w.in_driver.get(), task)),
+                None => Err(task),
+            },
+            Err(_) => Err(task),
+        },
+        _ => Err(task),
+    })
+}
+
+/// The P held by this thread, if it is a worker of `shared` holding one.
+pub(crate) fn current_p_of(shared: &Arc<Shared>) -> Option<usize> {
+    with_worker(|w| match w {
+        Some(w) if ptr::eq(&*w.shared, &**shared) => w.core.try_borrow().ok().and_then(|c| c.as_ref().map(|c| c.index)),
+        _ => None,
+    })
+}
+
+/// The node of this thread's M, if it is a worker of `shared`.
+pub(crate) fn current_node_of(shared: &Arc<Shared>) -> Option<usize> {
+    with_worker(|w| match w {
+        Some(w) if ptr::eq(&*w.shared, &**shared) => Some(w.machine.node),
+        _ => None,
+    })
+}
+
+/// Whether this thread is an M of any numa_rt runtime.
+pub(crate) fn in_worker() -> bool {
+    with_worker(|w| w.is_some())
+}
+
+/// The handle entered on this thread.
+pub(crate) fn current_handle() -> Option<Handle> {
+    HANDLE.with(|h| h.borrow().clone())
+}
+
+/// Restores the previously entered runtime when dropped.
+pub struct EnterGuard {
+    prev: Option<Handle>,
+    _reactor: numa_rt_reactor::context::EnterGuard,
+    /// Not Send: the guard restores this thread's state.
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+pub(crate) fn enter(handle: Handle) -> EnterGuard {
+    let reactor = numa_rt_reactor::context::enter(&handle.shared.reactor);
+    let prev = HANDLE.with(|h| h.borrow_mut().replace(handle));
+    EnterGuard { prev, _reactor: reactor, _not_send: std::marker::PhantomData }
+}
+
+impl Drop for EnterGuard {
+    fn drop(&mut self) {
+        let prev = self.prev.take();
+        HANDLE.with(|h| *h.borrow_mut() = prev);
+    }
+}
+
+impl std::fmt::Debug for EnterGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EnterGuard")
+    }
+}
+
+/// This thread's pinned-task queue (an M's, or the one of a running `block_on`).
+pub(crate) fn local_queue() -> Option<Arc<LocalQueue>> {
+    LOCAL.with(|l| l.borrow().clone())
+}
+
+/// Installs `q` as this thread's pinned queue until the guard drops.
+pub(crate) fn set_local_queue(q: Arc<LocalQueue>) -> LocalGuard {
+    let prev = LOCAL.with(|l| l.borrow_mut().replace(q));
+    LocalGuard { prev }
+}
+
+pub(crate) struct LocalGuard {
+    prev: Option<Arc<LocalQueue>>,
+}
+
+impl Drop for LocalGuard {
+    fn drop(&mut self) {
+        let prev = self.prev.take();
+        LOCAL.with(|l| *l.borrow_mut() = prev);
+    }
+}

@@ -1,0 +1,158 @@
+//! Pinned tasks (`spawn_local`, Go's LockOSThread): `!Send` futures that
+//! always run on the thread that spawned them.
+//!
+//! Each M has a [`LocalQueue`], and so does each running `block_on`. The
+//! queue's schedule function pushes there and wakes the owner: an M parked
+//! in its P's driver gets that driver unparked; a `block_on` thread is
+//! unparked. Pinned tasks are never stolen.
+//!
+//! When the owner ends (its M exits at shutdown, or its `block_on`
+//! returns) it drops every queued pinned task on its own thread. A pinned
+//! task that is woken after its owner ended cannot be dropped safely on the
+//! waking thread (its future is `!Send`): it is leaked, and documented so.
+
+use crate::loom::atomic::{AtomicBool, AtomicUsize, Ordering::*};
+use crate::loom::{Arc, Mutex};
+use crate::scheduler::Shared;
+use crate::task::{CatchUnwind, Id, JoinHandle, Runnable, TaskMeta};
+use std::collections::VecDeque;
+use std::future::Future;
+use std::thread::{Thread, ThreadId};
+
+pub(crate) struct LocalQueue {
+    owner: ThreadId,
+    queue: Mutex<VecDeque<Runnable>>,
+    /// Mirrors the queue's length; written under the lock (Release), read
+    /// by the owner without it (Acquire) on every scheduling round.
+    len: AtomicUsize,
+    /// Set under the lock by the owner when it ends; pushes after it do not queue.
+    closed: AtomicBool,
+    wake: OwnerWake,
+}
+
+enum OwnerWake {
+    /// An M: wake the driver of the P it holds.
+    Machine { shared: std::sync::Weak<Shared>, machine_p: Arc<AtomicUsize> },
+    /// A thread in `block_on`.
+    Thread { thread: Thread, notified: std::sync::Arc<AtomicBool> },
+}
+
+impl LocalQueue {
+    /// The queue of a new M (the owner is set when the M's thread starts:
+    /// see `adopt`). `machine_p` mirrors the M's held P.
+    pub(crate) fn for_machine(shared: &Arc<Shared>) -> Arc<LocalQueue> {
+        Arc::new(LocalQueue {
+            owner: std::thread::current().id(),
+            queue: Mutex::new(VecDeque::new()),
+            len: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
+            wake: OwnerWake::Machine { shared: Arc::downgrade(shared), machine_p: Arc::new(AtomicUsize::new(usize::MAX)) },
+        })
+    }
+
+    /// The queue of a `block_on` on the current thread.
+    pub(crate) fn for_block_on(notified: std::sync::Arc<AtomicBool>) -> Arc<LocalQueue> {
+        Arc::new(LocalQueue {
+            owner: std::thread::current().id(),
+            queue: Mutex::new(VecDeque::new()),
+            len: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
+            wake: OwnerWake::Thread { thread: std::thread::current(), notified },
+        })
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len.load(Acquire) == 0
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len.load(Acquire)
+    }
+
+    pub(crate) fn pop(&self) -> Option<Runnable> {
+        if self.is_empty() {
+            return None;
+        }
+        let mut q = self.queue.lock().unwrap();
+        let t = q.pop_front();
+        self.len.store(q.len(), Release);
+        t
+    }
+
+    fn push(&self, task: Runnable) {
+        let mut q = self.queue.lock().unwrap();
+        if self.closed.load(Relaxed) {
+            drop(q);
+            if std::thread::current().id() == self.owner_id() {
+                drop(task);
+            } else {
+                // A `!Send` future may not be dropped here; see the module docs.
+                std::mem::forget(task);
+            }
+            return;
+        }
+        q.push_back(task);
+        self.len.store(q.len(), Release);
+        drop(q);
+        self.wake_owner();
+    }
+
+    fn owner_id(&self) -> ThreadId {
+        self.owner
+    }
+
+    fn wake_owner(&self) {
+        match &self.wake {
+            OwnerWake::Thread { thread, notified } => {
+                notified.store(true, Release); // pairs with block_on's swap(Acquire)
+                thread.unpark();
+            }
+            OwnerWake::Machine { shared, machine_p } => {
+                if std::thread::current().id() == self.owner {
+                    return; // the owner looks at its queue before parking
+                }
+                let p = machine_p.load(Relaxed);
+                if let (Some(shared), true) = (shared.upgrade(), p != usize::MAX) {
+                    // (barrier) The owner releases its P under the idle lock
+                    // before its re-check; `take_specific` takes that lock
+                    // after our push, so one of the two sees the other.
+                    if shared.idle.take_specific(p) {
+                        shared.procs[p].unparker.unpark();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Records the P the owning M now holds (`usize::MAX`: none).
+    pub(crate) fn set_machine_p(&self, p: usize) {
+        if let OwnerWake::Machine { machine_p, .. } = &self.wake {
+            machine_p.store(p, Relaxed);
+        }
+    }
+
+    /// Closes the queue and drops what is in it (on the owner thread).
+    pub(crate) fn close_and_drain(&self) {
+        let drained: Vec<Runnable> = {
+            let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+            self.closed.store(true, Relaxed);
+            self.len.store(0, Release);
+            q.drain(..).collect()
+        };
+        drop(drained);
+    }
+}
+
+/// Spawns a pinned task on the current thread's queue.
+pub(crate) fn spawn_local<F>(queue: &Arc<LocalQueue>, future: F) -> JoinHandle<F::Output>
+where
+    F: Future + 'static,
+    F::Output: 'static,
+{
+    let q = queue.clone();
+    let (runnable, task) = async_task::Builder::new()
+        .metadata(TaskMeta { id: Id::next() })
+        .spawn_local(move |_| CatchUnwind::new(future), move |r| q.push(r));
+    queue.push(runnable);
+    JoinHandle::new(task)
+}

@@ -1,0 +1,222 @@
+//! Unit tests and loom models of the local run queue.
+
+use super::*;
+use std::cell::RefCell;
+
+/// A test task: a boxed number.
+struct T(Box<usize>);
+
+// SAFETY: Box::into_raw/from_raw round-trip one unique allocation.
+unsafe impl RawTask for T {
+    fn into_raw(self) -> NonNull<()> {
+        NonNull::new(Box::into_raw(self.0).cast()).unwrap()
+    }
+    unsafe fn from_raw(ptr: NonNull<()>) -> Self {
+        // SAFETY: the caller passes a pointer from into_raw, once.
+        T(unsafe { Box::from_raw(ptr.as_ptr().cast()) })
+    }
+}
+
+#[derive(Default)]
+struct Sink(RefCell<Vec<usize>>);
+impl Overflow<T> for Sink {
+    fn push_batch(&self, batch: Vec<T>) {
+        self.0.borrow_mut().extend(batch.into_iter().map(|t| *t.0));
+    }
+}
+
+#[cfg(not(loom))]
+mod plain {
+    use super::*;
+
+    #[test]
+    fn fifo_ring_and_lifo_slot() {
+        let (mut q, _s) = new::<T>();
+        let sink = Sink::default();
+        q.push_back(T(Box::new(1)), &sink);
+        q.push_back(T(Box::new(2)), &sink);
+        q.push_runnext(T(Box::new(3)), &sink);
+        q.push_runnext(T(Box::new(4)), &sink); // displaces 3 to the tail
+        let order: Vec<_> = std::iter::from_fn(|| q.pop(true).map(|(t, _)| *t.0)).collect();
+        assert_eq!(order, vec![4, 1, 2, 3]);
+    }
+
+    #[test]
+    fn pop_without_lifo_prefers_the_ring() {
+        let (mut q, _s) = new::<T>();
+        let sink = Sink::default();
+        q.push_runnext(T(Box::new(9)), &sink);
+        q.push_back(T(Box::new(1)), &sink);
+        assert_eq!(q.pop(false).map(|(t, lifo)| (*t.0, lifo)), Some((1, false)));
+        assert_eq!(q.pop(false).map(|(t, lifo)| (*t.0, lifo)), Some((9, true)));
+        assert!(q.pop(false).is_none());
+    }
+
+    #[test]
+    fn overflow_moves_half_plus_one_in_one_batch() {
+        let (mut q, _s) = new::<T>();
+        let sink = Sink::default();
+        for i in 0..CAPACITY + 1 {
+            q.push_back(T(Box::new(i)), &sink);
+        }
+        let moved = sink.0.borrow().clone();
+        assert_eq!(moved.len(), CAPACITY / 2 + 1);
+        assert_eq!(&moved[..3], &[0, 1, 2], "oldest tasks leave first");
+        assert_eq!(*moved.last().unwrap(), CAPACITY, "the new task goes with them");
+        assert_eq!(q.len(), CAPACITY / 2);
+    }
+
+    #[test]
+    fn steal_takes_half_and_returns_one() {
+        let (mut victim, steal) = new::<T>();
+        let (mut thief, _) = new::<T>();
+        let sink = Sink::default();
+        for i in 0..10 {
+            victim.push_back(T(Box::new(i)), &sink);
+        }
+        let (t, n) = thief.steal_from(&steal, false, || {}).unwrap();
+        assert_eq!(n, 5);
+        assert_eq!(*t.0, 4, "the last stolen task runs first");
+        assert_eq!(thief.len(), 4);
+        assert_eq!(victim.len(), 5);
+    }
+
+    #[test]
+    fn runnext_is_stolen_only_when_asked() {
+        let (mut victim, steal) = new::<T>();
+        let (mut thief, _) = new::<T>();
+        let sink = Sink::default();
+        victim.push_runnext(T(Box::new(7)), &sink);
+        assert!(thief.steal_from(&steal, false, || {}).is_none());
+        let waited = std::cell::Cell::new(false);
+        let (t, n) = thief.steal_from(&steal, true, || waited.set(true)).unwrap();
+        assert_eq!((*t.0, n), (7, 1));
+        assert!(waited.get(), "the thief waits before taking runnext");
+        assert!(victim.is_empty());
+    }
+
+    #[test]
+    fn concurrent_steals_lose_and_duplicate_nothing() {
+        use std::sync::atomic::AtomicBool;
+        const N: usize = 20_000;
+        let (mut owner, steal) = new::<T>();
+        let done = std::sync::Arc::new(AtomicBool::new(false));
+        let thieves: Vec<_> = (0..2)
+            .map(|_| {
+                let steal = steal.clone();
+                let done = done.clone();
+                std::thread::spawn(move || {
+                    let (mut mine, _) = new::<T>();
+                    let mut got = Vec::new();
+                    loop {
+                        let finished = done.load(Acquire);
+                        if let Some((t, _)) = mine.steal_from(&steal, true, || {}) {
+                            got.push(*t.0);
+                            while let Some((t, _)) = mine.pop(true) {
+                                got.push(*t.0);
+                            }
+                        } else if finished {
+                            return got;
+                        }
+                    }
+                })
+            })
+            .collect();
+        let sink = Sink::default();
+        let mut got = Vec::new();
+        for i in 0..N {
+            if i % 3 == 0 {
+                owner.push_runnext(T(Box::new(i)), &sink);
+            } else {
+                owner.push_back(T(Box::new(i)), &sink);
+            }
+            if i % 5 == 0 {
+                if let Some((t, _)) = owner.pop(i % 2 == 0) {
+                    got.push(*t.0);
+                }
+            }
+        }
+        while let Some((t, _)) = owner.pop(true) {
+            got.push(*t.0);
+        }
+        done.store(true, Release);
+        for th in thieves {
+            got.extend(th.join().unwrap());
+        }
+        got.extend(sink.0.borrow().iter().copied());
+        got.sort_unstable();
+        assert_eq!(got, (0..N).collect::<Vec<_>>());
+    }
+}
+
+#[cfg(loom)]
+mod models {
+    use super::*;
+    use loom::thread;
+
+    /// Owner pushes (one via runnext) and pops while a thief steals with
+    /// runnext allowed: every task is taken exactly once.
+    #[test]
+    fn push_pop_steal_exactly_once() {
+        loom::model(|| {
+            let (mut owner, steal) = new::<T>();
+            let thief = thread::spawn(move || {
+                let (mut mine, _) = new::<T>();
+                let mut got = Vec::new();
+                if let Some((t, _)) = mine.steal_from(&steal, true, || {}) {
+                    got.push(*t.0);
+                    while let Some((t, _)) = mine.pop(true) {
+                        got.push(*t.0);
+                    }
+                }
+                got
+            });
+            let sink = Sink::default();
+            owner.push_back(T(Box::new(0)), &sink);
+            owner.push_runnext(T(Box::new(1)), &sink);
+            owner.push_runnext(T(Box::new(2)), &sink);
+            let mut got = Vec::new();
+            if let Some((t, _)) = owner.pop(true) {
+                got.push(*t.0);
+            }
+            got.extend(thief.join().unwrap());
+            while let Some((t, _)) = owner.pop(true) {
+                got.push(*t.0);
+            }
+            got.extend(sink.0.borrow().iter().copied());
+            got.sort_unstable();
+            assert_eq!(got, vec![0, 1, 2]);
+        });
+    }
+
+    /// Overflow races a steal: nothing is lost or duplicated.
+    #[test]
+    fn overflow_races_steal() {
+        loom::model(|| {
+            let (mut owner, steal) = new::<T>();
+            let sink = Sink::default();
+            for i in 0..CAPACITY {
+                owner.push_back(T(Box::new(i)), &sink);
+            }
+            let thief = thread::spawn(move || {
+                let (mut mine, _) = new::<T>();
+                let mut got = Vec::new();
+                if let Some((t, _)) = mine.steal_from(&steal, false, || {}) {
+                    got.push(*t.0);
+                    while let Some((t, _)) = mine.pop(true) {
+                        got.push(*t.0);
+                    }
+                }
+                got
+            });
+            owner.push_back(T(Box::new(CAPACITY)), &sink);
+            let mut got = thief.join().unwrap();
+            while let Some((t, _)) = owner.pop(true) {
+                got.push(*t.0);
+            }
+            got.extend(sink.0.borrow().iter().copied());
+            got.sort_unstable();
+            assert_eq!(got, (0..=CAPACITY).collect::<Vec<_>>());
+        });
+    }
+}

@@ -1,0 +1,298 @@
+//! `Runtime` and `Handle`: starting, entering and stopping a runtime.
+
+use crate::context::{self, EnterGuard};
+use crate::local::{self, LocalQueue};
+use crate::metrics::RuntimeMetrics;
+use crate::scheduler::Shared;
+use crate::task::JoinHandle;
+use crate::Builder;
+use numa_rt_numa::Topology;
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering::*};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+
+/// A numa_rt runtime: `max_procs` processors, their machines (threads),
+/// reactors and timers, and a blocking pool.
+///
+/// Dropping it (or [`Runtime::shutdown_timeout`]) stops every thread and
+/// drops every pending task's future.
+pub struct Runtime {
+    handle: Handle,
+    /// Set once shutdown ran, so `Drop` does not run it again.
+    shut: bool,
+}
+
+/// A cloneable reference to a runtime, usable from any thread.
+#[derive(Clone)]
+pub struct Handle {
+    pub(crate) shared: Arc<Shared>,
+}
+
+/// Returned by [`Handle::try_current`] outside a runtime.
+#[derive(Debug)]
+pub struct TryCurrentError(());
+
+impl fmt::Display for TryCurrentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("not inside a numa_rt runtime: call this from a runtime thread, a task, Runtime::block_on, or after Handle::enter")
+    }
+}
+
+impl std::error::Error for TryCurrentError {}
+
+impl Runtime {
+    /// A runtime with default settings (see [`Builder::new`]).
+    pub fn new() -> io::Result<Runtime> {
+        Builder::new().build()
+    }
+
+    pub(crate) fn from_handle(handle: Handle) -> Runtime {
+        handle.shared.blocking.set_runtime(&handle.shared);
+        Runtime { handle, shut: false }
+    }
+
+    /// Runs `future` to completion on the current thread, with this runtime
+    /// entered: tasks it spawns run on the runtime's processors, and
+    /// `spawn_local` tasks run on this thread while `block_on` runs.
+    ///
+    /// # Panics
+    /// When called from a numa_rt worker thread (inside a task): blocking a
+    /// worker would stall its processor and can deadlock the runtime.
+    pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        self.handle.block_on(future)
+    }
+
+    /// Spawns a task on the runtime.
+    pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.handle.spawn(future)
+    }
+
+    /// Runs a blocking closure on the blocking pool.
+    pub fn spawn_blocking<F, R>(&self, f: F) -> JoinHandle<R>
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        self.handle.spawn_blocking(f)
+    }
+
+    /// A handle to this runtime.
+    pub fn handle(&self) -> &Handle {
+        &self.handle
+    }
+
+    /// Enters the runtime on this thread: `numa_rt::spawn` and I/O types work
+    /// until the guard drops.
+    pub fn enter(&self) -> EnterGuard {
+        self.handle.enter()
+    }
+
+    /// The runtime's metrics.
+    pub fn metrics(&self) -> RuntimeMetrics {
+        self.handle.metrics()
+    }
+
+    /// Stops the runtime, waiting at most `timeout` for threads still busy
+    /// (a task stuck in a long poll, a blocking closure). Threads still
+    /// running after it are left to finish on their own.
+    pub fn shutdown_timeout(mut self, timeout: Duration) {
+        self.shutdown(Some(Instant::now() + timeout));
+    }
+
+    /// Stops the runtime without waiting for busy threads.
+    pub fn shutdown_background(self) {
+        self.shutdown_timeout(Duration::ZERO)
+    }
+
+    fn shutdown(&mut self, deadline: Option<Instant>) {
+        if self.shut {
+            return;
+        }
+        self.shut = true;
+        let shared = &self.handle.shared;
+        // Dropped from one of our own workers: it cannot wait for itself.
+        let me = usize::from(context::current_node_of(shared).is_some());
+        shared.begin_shutdown();
+        // Timers and I/O drop their wakers: idle tasks are scheduled once
+        // and, the runtime being shut down, dropped.
+        shared.reactor.shutdown();
+        shared.machines.wait_all(deadline, me);
+        shared.blocking.shutdown(deadline);
+        shared.drain_all();
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.shutdown(None);
+    }
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime").field("procs", &self.handle.shared.nprocs()).finish_non_exhaustive()
+    }
+}
+
+impl Handle {
+    /// The runtime entered on this thread.
+    ///
+    /// # Panics
+    /// Outside a runtime; see [`Handle::try_current`].
+    #[track_caller]
+    pub fn current() -> Handle {
+        match Handle::try_current() {
+            Ok(h) => h,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// The runtime entered on this thread, if any.
+    pub fn try_current() -> Result<Handle, TryCurrentError> {
+        context::current_handle().ok_or(TryCurrentError(()))
+    }
+
+    /// Spawns a task; it may run on any processor.
+    pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.shared.spawn(future, None)
+    }
+
+    /// Runs a blocking closure on the blocking pool.
+    pub fn spawn_blocking<F, R>(&self, f: F) -> JoinHandle<R>
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        self.shared.blocking.spawn(f)
+    }
+
+    /// Enters the runtime on this thread until the guard drops.
+    pub fn enter(&self) -> EnterGuard {
+        context::enter(self.clone())
+    }
+
+    /// The runtime's metrics.
+    pub fn metrics(&self) -> RuntimeMetrics {
+        RuntimeMetrics { shared: self.shared.clone() }
+    }
+
+    /// The topology the runtime schedules on (discovered or given).
+    pub fn topology(&self) -> &Topology {
+        &self.shared.topology
+    }
+
+    /// See [`Runtime::block_on`]. Works from any thread that is not a
+    /// runtime worker.
+    #[track_caller]
+    pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        if context::in_worker() {
+            panic!(
+                "Cannot block_on from inside a numa_rt worker thread: it would block the worker \
+                 and can deadlock the runtime. Use `.await` in async code, or move the blocking \
+                 part to numa_rt::spawn_blocking / numa_rt::block_in_place."
+            );
+        }
+        if context::local_queue().is_some() {
+            panic!("Cannot block_on inside another block_on on the same thread; use `.await` instead.");
+        }
+        let _enter = self.enter();
+        let notified = Arc::new(AtomicBool::new(true));
+        let local = LocalQueue::for_block_on(notified.clone());
+        let _local = context::set_local_queue(local.clone());
+        let waker = Waker::from(Arc::new(ThreadWaker { thread: std::thread::current(), notified: notified.clone() }));
+        let mut cx = Context::from_waker(&waker);
+        let mut future = pin!(future);
+        let out = loop {
+            // Acquire pairs with the Release store of whoever woke us.
+            if notified.swap(false, Acquire) {
+                if let Poll::Ready(v) = numa_rt_reactor::coop::budget(|| future.as_mut().poll(&mut cx)) {
+                    break v;
+                }
+            }
+            // Pinned tasks of this block_on: the ones queued now, then the
+            // main future gets its turn again.
+            let mut ran = false;
+            for _ in 0..local.len() {
+                match local.pop() {
+                    Some(t) => {
+                        numa_rt_reactor::coop::budget(|| t.run());
+                        ran = true;
+                    }
+                    None => break,
+                }
+            }
+            if !ran && !notified.load(Acquire) && local.is_empty() {
+                std::thread::park();
+            }
+        };
+        local.close_and_drain();
+        out
+    }
+}
+
+impl fmt::Debug for Handle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Handle").field("procs", &self.shared.nprocs()).finish_non_exhaustive()
+    }
+}
+
+struct ThreadWaker {
+    thread: std::thread::Thread,
+    notified: Arc<AtomicBool>,
+}
+
+impl Wake for ThreadWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        // Release pairs with block_on's swap(Acquire).
+        self.notified.store(true, Release);
+        self.thread.unpark();
+    }
+}
+
+impl futures_task::Spawn for Handle {
+    fn spawn_obj(&self, future: futures_task::FutureObj<'static, ()>) -> Result<(), futures_task::SpawnError> {
+        if self.shared.is_shutdown() {
+            return Err(futures_task::SpawnError::shutdown());
+        }
+        drop(self.spawn(future));
+        Ok(())
+    }
+
+    fn status(&self) -> Result<(), futures_task::SpawnError> {
+        if self.shared.is_shutdown() {
+            Err(futures_task::SpawnError::shutdown())
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl futures_task::LocalSpawn for Handle {
+    /// Pins the future to the calling thread (see `spawn_local`); fails when
+    /// the thread is neither a worker nor inside `block_on`.
+    fn spawn_local_obj(&self, future: futures_task::LocalFutureObj<'static, ()>) -> Result<(), futures_task::SpawnError> {
+        match context::local_queue() {
+            Some(q) if !self.shared.is_shutdown() => {
+                drop(local::spawn_local(&q, future));
+                Ok(())
+            }
+            _ => Err(futures_task::SpawnError::shutdown()),
+        }
+    }
+}

@@ -1,0 +1,483 @@
+//! A machine (Go's M): an OS thread that runs tasks while it holds a P.
+//!
+//! The loop (docs/architecture.md, "The scheduling loop"):
+//! 1. every `global_queue_interval`-th tick: this M's pinned tasks, the P's
+//!    inbox, the node queue — one task, for fairness;
+//! 2. every `event_interval`-th tick: poll the P's driver without blocking;
+//! 3. `runnext` (at most `MAX_LIFO_POLLS` in a row), then the local ring;
+//! 4. pinned tasks, the inbox, a batch from the node queue;
+//! 5. the driver without blocking;
+//! 6. steal (if spinning is allowed): same-node P's, then remote node
+//!    queues, then remote P's;
+//! 7. park in the P's driver, after the barrier.
+//!
+//! Invariant: every P has exactly one M at any time — running it, parked in
+//! its driver, or being handed it. M's without a P wait in their node's pool.
+
+use super::processor::Core;
+use super::{BoxCore, Shared};
+use crate::context::{self, Worker};
+use crate::local::LocalQueue;
+use crate::loom::atomic::{fence, AtomicUsize, Ordering::*};
+use crate::loom::{Arc, Condvar, Mutex};
+use crate::task::Runnable;
+use numa_rt_reactor::coop;
+use std::time::{Duration, Instant};
+
+/// Consecutive `runnext` polls allowed before the ring gets a turn (tokio's
+/// figure). A task run from `runnext` inherits the tick (Go's inheritTime),
+/// so without this cap two tasks waking each other would starve the queue.
+const MAX_LIFO_POLLS: u32 = 3;
+
+/// Passes over the victims when stealing (Go's `stealTries`).
+const STEAL_PASSES: usize = 4;
+
+/// How long a thief lets a running victim's `runnext` sit before taking it:
+/// Go's 3 µs ("a sync chan send/recv takes ~50ns, so 3us gives ~50x overshoot").
+const RUNNEXT_GRACE: Duration = Duration::from_micros(3);
+
+/// How long an M without a P waits in its node's pool before exiting.
+const M_KEEP_ALIVE: Duration = Duration::from_secs(10);
+
+pub(crate) struct Machine {
+    pub(crate) id: usize,
+    pub(crate) node: usize,
+    /// Tasks pinned to this thread (`spawn_local`); it also records the P
+    /// this M holds, so their wakers can unpark the right driver.
+    pub(crate) local: Arc<LocalQueue>,
+    handoff: Mutex<Option<BoxCore>>,
+    cv: Condvar,
+}
+
+/// All M threads of a runtime, for shutdown.
+#[derive(Default)]
+pub(crate) struct Registry {
+    threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    /// Live M threads; `exited` is signalled when one ends.
+    live: Mutex<usize>,
+    exited: Condvar,
+    next_id: AtomicUsize,
+}
+
+impl Registry {
+    pub(crate) fn live(&self) -> usize {
+        *self.live.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn wake_pooled(&self, nodes: &[super::Node]) {
+        for n in nodes {
+            for m in n.idle_machines.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                let _g = m.handoff.lock().unwrap_or_else(|e| e.into_inner());
+                m.cv.notify_all();
+            }
+        }
+    }
+
+    /// Waits for every M to exit, or until `deadline`; `except` is one M
+    /// thread not to wait for (shutdown called from a worker). Returns
+    /// whether all exited.
+    pub(crate) fn wait_all(&self, deadline: Option<Instant>, except: usize) -> bool {
+        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        while *live > except {
+            match deadline {
+                None => live = self.exited.wait(live).unwrap_or_else(|e| e.into_inner()),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        return false;
+                    }
+                    live = self.exited.wait_timeout(live, d - now).unwrap_or_else(|e| e.into_inner()).0;
+                }
+            }
+        }
+        drop(live);
+        // Reap the threads that have ended; others are detached.
+        let mut threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
+        for t in std::mem::take(&mut *threads) {
+            if t.is_finished() {
+                let _ = t.join();
+            }
+        }
+        true
+    }
+}
+
+/// Starts an M on `node`, holding `core` if given. If the thread cannot be
+/// created, the core comes back with the error.
+pub(crate) fn start(shared: &Arc<Shared>, node: usize, core: Option<BoxCore>) -> Result<(), (std::io::Error, Option<BoxCore>)> {
+    let id = shared.machines.next_id.fetch_add(1, Relaxed);
+    let mut b = std::thread::Builder::new().name((shared.config.thread_name)());
+    if let Some(s) = shared.config.thread_stack_size {
+        b = b.stack_size(s);
+    }
+    let first_p = core.as_ref().map(|c| c.index);
+    // The core travels through a slot we keep a handle on: a failed spawn
+    // drops the closure, and the core must not be dropped with it.
+    let slot = std::sync::Arc::new(std::sync::Mutex::new(core));
+    let theirs = slot.clone();
+    *shared.machines.live.lock().unwrap() += 1;
+    let s = shared.clone();
+    let spawned = b.spawn(move || {
+        let core = theirs.lock().unwrap_or_else(|e| e.into_inner()).take();
+        drop(theirs);
+        // Built on its own thread: the pinned queue records its owner.
+        let machine = Arc::new(Machine {
+            id,
+            node,
+            local: LocalQueue::for_machine(&s),
+            handoff: Mutex::new(None),
+            cv: Condvar::new(),
+        });
+        run(s, machine, core, first_p)
+    });
+    match spawned {
+        Ok(h) => {
+            let mut threads = shared.machines.threads.lock().unwrap();
+            threads.retain(|t| !t.is_finished());
+            threads.push(h);
+            Ok(())
+        }
+        Err(e) => {
+            *shared.machines.live.lock().unwrap() -= 1;
+            let core = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+            Err((e, core))
+        }
+    }
+}
+
+/// Hands `core` to an idle M of its node, or a new one (Go's `handoffp`).
+/// If no thread can be started the core comes back.
+pub(crate) fn handoff(shared: &Arc<Shared>, core: BoxCore) -> Result<(), BoxCore> {
+    let node = core.node;
+    let m = shared.nodes[node].idle_machines.lock().unwrap().pop();
+    if let Some(m) = m {
+        *m.handoff.lock().unwrap() = Some(core);
+        m.cv.notify_one();
+        return Ok(());
+    }
+    start(shared, node, Some(core)).map_err(|(_, c)| c.expect("a failed start returns its core"))
+}
+
+struct LiveGuard<'a>(&'a Registry);
+impl Drop for LiveGuard<'_> {
+    fn drop(&mut self) {
+        *self.0.live.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+        self.0.exited.notify_all();
+    }
+}
+
+fn run(shared: Arc<Shared>, machine: Arc<Machine>, core: Option<BoxCore>, first_p: Option<usize>) {
+    let _live = LiveGuard(&shared.machines);
+    crate::numa::bind_machine(&shared, machine.node, first_p);
+    if let Some(f) = &shared.config.on_thread_start {
+        f();
+    }
+    let worker = Worker::new(shared.clone(), machine.clone());
+    let _cx = context::enter_worker(&worker);
+    let _reactor = numa_rt_reactor::context::enter(&shared.reactor);
+    let mut core = core;
+    loop {
+        let c = match core.take() {
+            Some(c) => c,
+            None => match wait_for_core(&shared, &machine) {
+                Some(c) => c,
+                None => break,
+            },
+        };
+        worker.run_core(c);
+        if shared.is_shutdown() {
+            break;
+        }
+    }
+    // Pinned tasks die on their own thread.
+    machine.local.close_and_drain();
+    if let Some(f) = &shared.config.on_thread_stop {
+        f();
+    }
+}
+
+/// An M without a P waits in its node's pool for one (or exits after
+/// `M_KEEP_ALIVE`, or at shutdown).
+fn wait_for_core(shared: &Arc<Shared>, machine: &Arc<Machine>) -> Option<BoxCore> {
+    let pool = &shared.nodes[machine.node].idle_machines;
+    pool.lock().unwrap().push(machine.clone());
+    let mut slot = machine.handoff.lock().unwrap();
+    loop {
+        if let Some(c) = slot.take() {
+            return Some(c);
+        }
+        if shared.is_shutdown() {
+            drop(slot);
+            pool.lock().unwrap().retain(|m| !Arc::ptr_eq(m, machine));
+            return None;
+        }
+        let (s, t) = machine.cv.wait_timeout(slot, M_KEEP_ALIVE).unwrap();
+        slot = s;
+        if t.timed_out() && slot.is_none() {
+            let mut p = pool.lock().unwrap();
+            let before = p.len();
+            p.retain(|m| !Arc::ptr_eq(m, machine));
+            if p.len() < before {
+                // Nobody picked us: leave.
+                return None;
+            }
+            // Someone popped us and is about to hand us a core: wait for it.
+        }
+    }
+}
+
+impl Worker {
+    /// Runs tasks on `core` until the core is handed away or shutdown.
+    fn run_core(&self, mut core: BoxCore) {
+        let index = core.index;
+        self.machine.local.set_machine_p(index);
+        self.shared.procs[index].metrics.machine.store(self.machine.id, Relaxed);
+        numa_rt_reactor::context::set_current_p(Some(index));
+        self.shared.procs[index].set_running(true);
+        loop {
+            let task;
+            (core, task) = match self.find_runnable(core) {
+                Some(x) => x,
+                None => break,
+            };
+            core = match self.run_task(core, task) {
+                Some(c) => c,
+                None => break, // handed off by block_in_place
+            };
+        }
+        self.machine.local.set_machine_p(usize::MAX);
+        numa_rt_reactor::context::set_current_p(None);
+    }
+
+    fn run_task(&self, mut core: BoxCore, task: Runnable) -> Option<BoxCore> {
+        if core.spinning {
+            // Go's resetspinning: the last spinner to find work wakes another,
+            // since there may be more work than it can take.
+            core.spinning = false;
+            if self.shared.idle.stop_spinning() {
+                self.shared.wake_idle_p(core.node);
+            }
+        }
+        self.shared.procs[core.index].metrics.polls.incr();
+        *self.core.borrow_mut() = Some(core);
+        coop::budget(|| task.run());
+        self.core.borrow_mut().take()
+    }
+
+    /// Finds the next task, parking when there is none. `None` on shutdown
+    /// (the core is then left in its processor's `core_slot`).
+    fn find_runnable(&self, mut core: BoxCore) -> Option<(BoxCore, Runnable)> {
+        let shared = &*self.shared;
+        let cfg = &shared.config;
+        loop {
+            if shared.is_shutdown() {
+                let p = &shared.procs[core.index];
+                *p.core_slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(core);
+                return None;
+            }
+            let m = &shared.procs[core.index].metrics;
+            // 1. Fairness: the other queues first, once in a while.
+            if core.tick % cfg.global_queue_interval == 0 {
+                if let Some(t) = self.machine.local.pop() {
+                    core.tick = core.tick.wrapping_add(1);
+                    return Some((core, t));
+                }
+                let inbox = &shared.procs[core.index].inbox;
+                if let Some(t) = inbox.pop().or_else(|| shared.nodes[core.node].inject.pop()) {
+                    m.global_polls.incr();
+                    core.tick = core.tick.wrapping_add(1);
+                    return Some((core, t));
+                }
+            }
+            // 2. Keep this P's I/O and timers moving while it is busy.
+            if core.tick % cfg.event_interval == 0 && core.tick != core.last_event_tick {
+                core.last_event_tick = core.tick;
+                core = self.poll_driver(core, false);
+            }
+            // 3. runnext, then the ring.
+            if let Some((t, lifo)) = core.queue.pop(core.lifo_polls < MAX_LIFO_POLLS) {
+                if lifo {
+                    core.lifo_polls += 1;
+                    m.runnext_polls.incr();
+                } else {
+                    core.lifo_polls = 0;
+                    core.tick = core.tick.wrapping_add(1);
+                }
+                return Some((core, t));
+            }
+            core.lifo_polls = 0;
+            // 4. Pinned tasks, the inbox, the node queue.
+            if let Some(t) = self.machine.local.pop() {
+                core.tick = core.tick.wrapping_add(1);
+                return Some((core, t));
+            }
+            if let Some(t) = self.take_batch(&mut core) {
+                return Some((core, t));
+            }
+            // 5. The poller, without blocking.
+            core = self.poll_driver(core, false);
+            if let Some((t, _)) = core.queue.pop(true) {
+                core.tick = core.tick.wrapping_add(1);
+                return Some((core, t));
+            }
+            // 6. Steal.
+            if !core.spinning && shared.idle.may_spin() {
+                core.spinning = true;
+                shared.idle.start_spinning();
+            }
+            if core.spinning {
+                if let Some(t) = self.steal(&mut core) {
+                    core.tick = core.tick.wrapping_add(1);
+                    return Some((core, t));
+                }
+            }
+            // 7. Park.
+            core = self.park(core);
+        }
+    }
+
+    /// Takes a batch from the P's inbox or else the node
+    /// queue into the local queue; returns one task to run.
+    fn take_batch(&self, core: &mut Core) -> Option<Runnable> {
+        let shared = &*self.shared;
+        let p = &shared.procs[core.index];
+        let node = &shared.nodes[core.node];
+        let mut batch = std::mem::take(&mut core.batch);
+        let from_inbox = !p.inbox.is_empty();
+        if from_inbox {
+            p.inbox.pop_batch(crate::queue::CAPACITY / 2, &mut batch);
+        } else if !node.inject.is_empty() {
+            let len = node.inject.len();
+            let n = (len / node.procs.len().max(1) + 1).min(len).min(crate::queue::CAPACITY / 2);
+            node.inject.pop_batch(n, &mut batch);
+        }
+        let first = batch.pop();
+        if first.is_some() {
+            p.metrics.global_polls.incr();
+            core.tick = core.tick.wrapping_add(1);
+        }
+        for t in batch.drain(..) {
+            core.queue.push_back(t, &node.inject);
+        }
+        core.batch = batch;
+        first
+    }
+
+    /// Polls (or parks in) the P's driver. The core sits in the thread's
+    /// context meanwhile, so the wakers the driver fires reach its queue.
+    fn poll_driver(&self, mut core: BoxCore, block: bool) -> BoxCore {
+        let mut driver = core.driver.take().expect("a P's driver is only out while its M is in it");
+        *self.core.borrow_mut() = Some(core);
+        self.in_driver.set(true);
+        if block {
+            driver.park(None);
+        } else {
+            driver.poll_now();
+        }
+        self.in_driver.set(false);
+        let mut core = self.core.borrow_mut().take().expect("the core stays with its M while in the driver");
+        core.driver = Some(driver);
+        core
+    }
+
+    /// Steals, nearest first: P's of this node (four passes, `runnext` on the
+    /// last), then remote node queues (nearest node first), then remote P's.
+    /// Remote stealing starts only once this node has nothing.
+    fn steal(&self, core: &mut Core) -> Option<Runnable> {
+        let shared = &*self.shared;
+        let node = &shared.nodes[core.node];
+        let m = &shared.procs[core.index].metrics;
+        for pass in 0..STEAL_PASSES {
+            let last = pass + 1 == STEAL_PASSES;
+            if let Some((t, n)) = self.steal_pass(core, node.procs.clone(), last) {
+                m.steals.add(n as u64);
+                m.local_steals.incr();
+                return Some(t);
+            }
+        }
+        if node.remote_order.is_empty() {
+            return None;
+        }
+        for &rn in &node.remote_order {
+            let inject = &shared.nodes[rn].inject;
+            if let Some(t) = inject.pop() {
+                m.remote_steals.incr();
+                m.steals.incr();
+                return Some(t);
+            }
+        }
+        for pass in 0..STEAL_PASSES {
+            let last = pass + 1 == STEAL_PASSES;
+            for &rn in &node.remote_order {
+                if let Some((t, n)) = self.steal_pass(core, shared.nodes[rn].procs.clone(), last) {
+                    m.steals.add(n as u64);
+                    m.remote_steals.incr();
+                    return Some(t);
+                }
+            }
+        }
+        None
+    }
+
+    fn steal_pass(&self, core: &mut Core, victims: std::ops::Range<usize>, last: bool) -> Option<(Runnable, usize)> {
+        let n = victims.len();
+        if n == 0 {
+            return None;
+        }
+        let start = core.rand(n);
+        for i in 0..n {
+            let v = victims.start + (start + i) % n;
+            if v == core.index {
+                continue;
+            }
+            let victim = &self.shared.procs[v];
+            let wait = || {
+                if victim.running.load(Relaxed) {
+                    let t0 = Instant::now();
+                    while t0.elapsed() < RUNNEXT_GRACE {
+                        crate::loom::spin_loop();
+                    }
+                }
+            };
+            if let Some(x) = core.queue.steal_from(&victim.steal, last, wait) {
+                return Some(x);
+            }
+        }
+        None
+    }
+
+    /// Releases the P, runs the barrier and re-check, then parks in the P's
+    /// driver. Returns with the P held again, spinning if woken to spin.
+    /// See docs/architecture.md, "Parking and the barrier".
+    fn park(&self, mut core: BoxCore) -> BoxCore {
+        let shared = &*self.shared;
+        let idx = core.index;
+        let was_spinning = core.spinning;
+        shared.procs[idx].set_running(false);
+        shared.idle.release(idx);
+        if was_spinning {
+            core.spinning = false;
+            shared.idle.stop_spinning();
+        }
+        // (barrier) Pairs with the fence in `Shared::wake_idle_p`: a
+        // submitter either sees our P idle and no spinner and wakes us, or
+        // we see its work below.
+        fence(SeqCst);
+        let work = shared.any_work(idx, was_spinning) || !self.machine.local.is_empty() || !core.queue.is_empty();
+        if !work && !shared.is_shutdown() {
+            shared.procs[idx].metrics.parks.incr();
+            core = self.poll_driver(core, true);
+        }
+        match shared.idle.reclaim(idx) {
+            super::idle::Reclaim::Spinning => core.spinning = true,
+            super::idle::Reclaim::Plain if work && was_spinning => {
+                // Go: a spinner that finds work in its re-check goes back to spinning.
+                core.spinning = true;
+                shared.idle.start_spinning();
+            }
+            super::idle::Reclaim::Plain => {}
+        }
+        shared.procs[idx].set_running(true);
+        core
+    }
+}

@@ -1,0 +1,276 @@
+//! The scheduler: processors (P), machines (M) and the policy that decides
+//! where a runnable task (G) goes.
+//!
+//! - [`processor`]: a P's shared face (what thieves and wakers see) and its
+//!   `Core` (what only the M holding it touches).
+//! - [`machine`]: an M's run loop: find a task, poll it, park.
+//! - [`idle`]: idle P's and spinning M's.
+//! - [`inject`]: node run queues and P inboxes.
+//!
+//! docs/architecture.md walks through the whole loop; comments marked
+//! "(barrier)" point at its "Parking and the barrier" section.
+
+pub(crate) mod idle;
+pub(crate) mod inject;
+pub(crate) mod machine;
+pub(crate) mod processor;
+
+use crate::blocking::BlockingPool;
+use crate::builder::Config;
+use crate::context;
+use crate::loom::atomic::{fence, AtomicBool, AtomicUsize, Ordering::*};
+use crate::loom::{Arc, Mutex};
+use crate::task::{CatchUnwind, Id, JoinHandle, Runnable, TaskMeta};
+use idle::Idle;
+use inject::Inject;
+use machine::Machine;
+use numa_rt_numa::Topology;
+use numa_rt_reactor::Reactor;
+use processor::{Core, Processor};
+use std::future::Future;
+use std::ops::Range;
+
+/// Everything the processors, machines and handles of one runtime share.
+pub(crate) struct Shared {
+    pub(crate) procs: Box<[Processor]>,
+    pub(crate) nodes: Box<[Node]>,
+    pub(crate) idle: Idle,
+    pub(crate) config: Config,
+    pub(crate) topology: Topology,
+    pub(crate) reactor: Reactor,
+    pub(crate) blocking: BlockingPool,
+    pub(crate) machines: machine::Registry,
+    /// Set once by shutdown (Release), read by every loop and schedule call
+    /// (Acquire) so a task scheduled after it is dropped, not queued.
+    shutdown: AtomicBool,
+    /// Round-robin cursor for root tasks and for outside spawns.
+    rr: AtomicUsize,
+    /// The node this process starts on (random per process, Vyukov).
+    pub(crate) start_node: usize,
+}
+
+/// Per NUMA node state.
+pub(crate) struct Node {
+    /// The node's global run queue.
+    pub(crate) inject: Inject,
+    /// The P's of this node: a contiguous range of indices.
+    pub(crate) procs: Range<usize>,
+    /// Other nodes, nearest first (distance order), for remote stealing.
+    pub(crate) remote_order: Vec<usize>,
+    /// Idle M's of this node with no P (the node's M pool).
+    pub(crate) idle_machines: Mutex<Vec<Arc<Machine>>>,
+}
+
+impl Shared {
+    pub(crate) fn build(config: Config, topology: Topology, node_of_p: Vec<usize>, start_node: usize) -> std::io::Result<Arc<Shared>> {
+        let nprocs = node_of_p.len();
+        let nnodes = topology.nodes().len();
+        let reactor = Reactor::new(nprocs)?;
+        let mut cores = Vec::with_capacity(nprocs);
+        let mut procs = Vec::with_capacity(nprocs);
+        for (i, &node) in node_of_p.iter().enumerate() {
+            let (p, core) = Processor::new(i, node, reactor.driver(i));
+            procs.push(p);
+            cores.push(core);
+        }
+        let nodes = (0..nnodes)
+            .map(|n| {
+                let start = node_of_p.iter().position(|&k| k == n).unwrap_or(nprocs);
+                let len = node_of_p.iter().filter(|&&k| k == n).count();
+                let dist = topology.nodes()[n].distances().to_vec();
+                let mut remote_order: Vec<usize> = (0..nnodes).filter(|&k| k != n).collect();
+                remote_order.sort_by_key(|&k| dist.get(k).copied().unwrap_or(u32::MAX));
+                Node {
+                    inject: Inject::new(),
+                    procs: start..start + len,
+                    remote_order,
+                    idle_machines: Mutex::new(Vec::new()),
+                }
+            })
+            .collect();
+        let blocking = BlockingPool::new(&config);
+        let shared = Arc::new(Shared {
+            procs: procs.into_boxed_slice(),
+            nodes,
+            idle: Idle::new(node_of_p, nnodes),
+            config,
+            topology,
+            reactor,
+            blocking,
+            machines: machine::Registry::default(),
+            shutdown: AtomicBool::new(false),
+            rr: AtomicUsize::new(0),
+            start_node,
+        });
+        for core in cores {
+            let node = shared.procs[core.index].node;
+            if let Err((e, _)) = machine::start(&shared, node, Some(core)) {
+                shared.begin_shutdown();
+                return Err(e);
+            }
+        }
+        Ok(shared)
+    }
+
+    pub(crate) fn is_shutdown(&self) -> bool {
+        self.shutdown.load(Acquire)
+    }
+
+    pub(crate) fn nprocs(&self) -> usize {
+        self.procs.len()
+    }
+
+    /// Spawns a `Send` task. Where it first runs follows the wake policy of
+    /// [`Shared::schedule`], except for root tasks (see `place_new`).
+    pub(crate) fn spawn<F>(self: &Arc<Self>, future: F, node: Option<usize>) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let shared = self.clone();
+        let (runnable, task) = async_task::Builder::new()
+            .metadata(TaskMeta { id: Id::next() })
+            .spawn(
+                move |_| CatchUnwind::new(future),
+                async_task::WithInfo(move |r, info: async_task::ScheduleInfo| shared.schedule(r, info.woken_while_running)),
+            );
+        self.place_new(runnable, node);
+        JoinHandle::new(task)
+    }
+
+    /// Where a new task goes: a requested node's queue (`spawn_on`); the next
+    /// P round-robin for a root task (spawned right after an accept —
+    /// Vyukov's root distribution); otherwise like a wake-up (runnext).
+    fn place_new(self: &Arc<Self>, task: Runnable, node: Option<usize>) {
+        if let Some(node) = node {
+            return self.push_node(node, task);
+        }
+        if numa_rt_reactor::context::take_accepted() {
+            if let Some(here) = context::current_p_of(self) {
+                let n = self.nprocs();
+                let k = self.rr.fetch_add(1, Relaxed) % n;
+                let target = if k == here { (k + 1) % n } else { k };
+                self.procs[target].metrics.root_tasks_received.incr_shared();
+                return self.push_inbox(target, task);
+            }
+        }
+        self.schedule(task, false);
+    }
+
+    /// The schedule function of every `Send` task: where a woken task goes.
+    ///
+    /// - On a worker of this runtime holding a P: to `runnext` (displacing the
+    ///   previous occupant to the tail), so a woken consumer runs right after
+    ///   its producer with warm caches; to the tail when the task woke itself
+    ///   (yield) or was woken by the P's poller (FIFO keeps Vyukov's
+    ///   write-before-read-before-accept order).
+    /// - Elsewhere (foreign threads, block_on, an M without P): to a node
+    ///   queue, then a spinning M is requested.
+    pub(crate) fn schedule(self: &Arc<Self>, task: Runnable, yielded: bool) {
+        if self.is_shutdown() {
+            // Dropping the runnable drops the future (shutdown drops every
+            // pending future; its JoinHandle reports cancellation).
+            drop(task);
+            return;
+        }
+        let task = match context::with_core(self, task, |core, in_driver, task| {
+            let node = &self.nodes[core.node].inject;
+            if yielded || in_driver {
+                core.queue.push_back(task, node);
+            } else {
+                core.queue.push_runnext(task, node);
+            }
+            core.node
+        }) {
+            Ok(node) => return self.wake_idle_p(node),
+            Err(task) => task,
+        };
+        let node = context::current_node_of(self).unwrap_or_else(|| self.next_node());
+        self.push_node(node, task);
+    }
+
+    /// Picks a node for work that comes from outside the runtime, round-robin
+    /// from the random start node.
+    fn next_node(&self) -> usize {
+        let n = self.nodes.len();
+        if n == 1 {
+            0
+        } else {
+            (self.start_node + self.rr.fetch_add(1, Relaxed)) % n
+        }
+    }
+
+    pub(crate) fn push_node(&self, node: usize, task: Runnable) {
+        self.nodes[node].inject.push(task);
+        self.wake_idle_p(node);
+    }
+
+    /// Sends a task to one P's inbox and makes sure that P will look.
+    pub(crate) fn push_inbox(&self, p: usize, task: Runnable) {
+        self.procs[p].inbox.push(task);
+        // (barrier) the push above must be visible before we read the idle
+        // state; `take_specific` reads it under the idle lock, which the
+        // parker also takes when releasing its P before its re-check.
+        if self.idle.take_specific(p) {
+            self.procs[p].unparker.unpark();
+        }
+    }
+
+    /// Go's `wakep`: if no M is spinning and a P is idle, wake one to spin.
+    /// Called after making work available. (barrier: submitter side)
+    pub(crate) fn wake_idle_p(&self, node: usize) {
+        // Pairs with the fence in `Worker::park` after the parker released
+        // its P and stopped spinning: either we see its idle P / lack of
+        // spinners here, or it sees our work in its re-check.
+        fence(SeqCst);
+        if !self.idle.try_claim_spinner() {
+            return;
+        }
+        match self.idle.pop_for_spinning(node) {
+            Some(p) => self.procs[p].unparker.unpark(),
+            None => {
+                // Lost a race with a P that was reclaimed; undo our claim.
+                self.idle.stop_spinning();
+            }
+        }
+    }
+
+    /// Whether any run queue a parking M could take from holds work.
+    /// `all_procs`: also look into other P's local queues (only spinners do,
+    /// as in Go: the owners of those queues are running).
+    pub(crate) fn any_work(&self, me: usize, all_procs: bool) -> bool {
+        if !self.procs[me].inbox.is_empty() || self.nodes.iter().any(|n| !n.inject.is_empty()) {
+            return true;
+        }
+        all_procs && self.procs.iter().any(|p| p.index != me && !p.steal.is_empty())
+    }
+
+    /// Begins shutdown: schedule calls drop tasks from now on, every parked M
+    /// is woken and exits. See `Runtime::shutdown_timeout` for the rest.
+    pub(crate) fn begin_shutdown(&self) {
+        self.shutdown.store(true, Release);
+        for p in self.procs.iter() {
+            p.unparker.unpark();
+        }
+        self.machines.wake_pooled(&self.nodes);
+    }
+
+    /// After every M has stopped: drops every task left in any queue.
+    pub(crate) fn drain_all(&self) {
+        let mut dropped = Vec::new();
+        for p in self.procs.iter() {
+            dropped.extend(p.inbox.drain());
+            if let Some(mut core) = p.core_slot.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                dropped.extend(core.queue.drain());
+                drop(core);
+            }
+        }
+        for n in self.nodes.iter() {
+            dropped.extend(n.inject.drain());
+        }
+        drop(dropped);
+    }
+}
+
+/// Convenience for the `Core` type's users.
+pub(crate) type BoxCore = Box<Core>;

@@ -1,0 +1,108 @@
+//! A processor (Go's P): the right to run tasks.
+//!
+//! [`Processor`] is what everyone may see: the thief's end of the local run
+//! queue, the inbox for tasks sent to this P, the unparker of its driver and
+//! its metrics. [`Core`] is what only the M currently holding the P touches:
+//! the owner's end of the queue, the driver (poller and timers), tick
+//! counters and the random source for stealing. Handing a P to another M
+//! (block_in_place, shutdown) is moving its `Box<Core>`.
+
+use super::inject::Inject;
+use crate::metrics::ProcCounters;
+use crate::queue;
+use crate::task::Runnable;
+use numa_rt_reactor::{Driver, Unparker};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Mutex;
+
+pub(crate) struct Processor {
+    pub(crate) index: usize,
+    pub(crate) node: usize,
+    pub(crate) steal: queue::Steal<Runnable>,
+    /// Tasks other threads sent to this P specifically (root-task
+    /// distribution); the owner drains it like a small global queue.
+    pub(crate) inbox: Inject,
+    /// Wakes the M parked in this P's driver.
+    pub(crate) unparker: Unparker,
+    /// True while an M is running tasks on this P (not parked): a thief only
+    /// waits for `runnext` (Go's 3 µs rule) when its owner may run it soon.
+    pub(crate) running: AtomicBool,
+    pub(crate) metrics: ProcCounters,
+    /// Where a `Core` rests when no M holds it: only during shutdown.
+    pub(crate) core_slot: Mutex<Option<Box<Core>>>,
+}
+
+pub(crate) struct Core {
+    pub(crate) index: usize,
+    pub(crate) node: usize,
+    pub(crate) queue: queue::Local<Runnable>,
+    /// `None` only while the M is parked in it (the core then sits in the
+    /// thread's context so wakes fired by the driver can reach the queue).
+    pub(crate) driver: Option<Driver>,
+    /// Scheduling ticks: one per task not taken from `runnext`. Every
+    /// `global_queue_interval`-th tick checks the node queue first.
+    pub(crate) tick: u32,
+    /// Consecutive `runnext` polls in the current tick (capped: see
+    /// `MAX_LIFO_POLLS`).
+    pub(crate) lifo_polls: u32,
+    /// Whether this P's M is counted in `nmspinning`.
+    pub(crate) spinning: bool,
+    /// xorshift state for random victim order.
+    pub(crate) rng: u64,
+    /// The tick at which the driver was last polled for `event_interval`
+    /// (ticks do not move during runnext runs: poll once per tick value).
+    pub(crate) last_event_tick: u32,
+    /// Reused buffer for batches taken from the inbox or node queue.
+    pub(crate) batch: Vec<Runnable>,
+}
+
+impl Processor {
+    pub(crate) fn new(index: usize, node: usize, driver: Driver) -> (Processor, Box<Core>) {
+        let (local, steal) = queue::new();
+        let p = Processor {
+            index,
+            node,
+            steal,
+            inbox: Inject::new(),
+            unparker: driver.unparker(),
+            running: AtomicBool::new(true),
+            metrics: ProcCounters::default(),
+            core_slot: Mutex::new(None),
+        };
+        let core = Box::new(Core {
+            index,
+            node,
+            queue: local,
+            driver: Some(driver),
+            tick: 0,
+            lifo_polls: 0,
+            spinning: false,
+            rng: seed(index),
+            last_event_tick: u32::MAX,
+            batch: Vec::new(),
+        });
+        (p, core)
+    }
+
+    pub(crate) fn set_running(&self, running: bool) {
+        // Relaxed: a hint for thieves, never a correctness condition.
+        self.running.store(running, Relaxed);
+    }
+}
+
+impl Core {
+    /// A random number in `0..n` (n > 0).
+    pub(crate) fn rand(&mut self, n: usize) -> usize {
+        let mut x = self.rng;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng = x;
+        ((x >> 32) as usize * n) >> 32
+    }
+}
+
+fn seed(index: usize) -> u64 {
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    (t ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1
+}

@@ -1,0 +1,73 @@
+//! The free functions: `spawn`, `spawn_local`, `spawn_blocking`.
+
+use crate::context;
+use crate::local;
+use crate::runtime::Handle;
+use crate::task::JoinHandle;
+use std::future::Future;
+
+#[track_caller]
+pub(crate) fn current_handle(what: &str) -> Handle {
+    match context::current_handle() {
+        Some(h) => h,
+        None => panic!(
+            "{what} must be called from a numa_rt runtime: inside a task, Runtime::block_on, \
+             #[numa_rt::main], or with a Handle entered (Handle::enter)"
+        ),
+    }
+}
+
+/// Spawns a task on the current runtime.
+///
+/// From a worker, the new task goes to the spawning processor's `runnext`
+/// slot (it runs next, with warm caches), unless the spawner just accepted a
+/// connection: then it goes to the next processor round-robin, so accept
+/// loops spread their connections (Vyukov's root-task distribution).
+///
+/// # Panics
+/// Outside a numa_rt runtime.
+#[track_caller]
+pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    current_handle("numa_rt::spawn").spawn(future)
+}
+
+/// Spawns a `!Send` task pinned to the current thread (Go's LockOSThread).
+///
+/// On a worker it always runs on this M (never stolen); inside
+/// `Runtime::block_on` it runs on the calling thread while `block_on` runs,
+/// and is dropped when `block_on` returns.
+///
+/// # Panics
+/// On a thread that is neither a worker nor inside `block_on`.
+#[track_caller]
+pub fn spawn_local<F>(future: F) -> JoinHandle<F::Output>
+where
+    F: Future + 'static,
+    F::Output: 'static,
+{
+    match context::local_queue() {
+        Some(q) => local::spawn_local(&q, future),
+        None => panic!(
+            "numa_rt::spawn_local must be called from a numa_rt worker thread or inside \
+             Runtime::block_on (e.g. #[numa_rt::main]): the task is pinned to the calling thread, \
+             which must be one that runs it"
+        ),
+    }
+}
+
+/// Runs a blocking closure on the current runtime's blocking pool.
+///
+/// # Panics
+/// Outside a numa_rt runtime.
+#[track_caller]
+pub fn spawn_blocking<F, R>(f: F) -> JoinHandle<R>
+where
+    F: FnOnce() -> R + Send + 'static,
+    R: Send + 'static,
+{
+    current_handle("numa_rt::spawn_blocking").spawn_blocking(f)
+}
