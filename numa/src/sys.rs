@@ -194,11 +194,11 @@ fn check_node(node: usize) -> io::Result<usize> {
 /// (`set_mempolicy(MPOL_PREFERRED)`), falling back to other nodes when it is
 /// full.
 ///
-/// `node` is the **operating system's** node number, [`Node::os_id`]
-/// (`crate::Node::os_id`), not the dense [`NodeId`](crate::NodeId) of a
-/// topology. Fails with `EINVAL` for a node the machine does not have (on a
-/// one-node machine, anything but 0) and with `EPERM` where the call is not
-/// permitted.
+/// `node` is the **operating system's** node number, [`Node::os_id`], not
+/// the dense [`NodeId`](crate::NodeId) of a topology (the two are equal
+/// unless nodes are numbered sparsely, dropped or simulated). Fails with
+/// `EINVAL` for a node the machine does not have (on a one-node machine,
+/// anything but 0) and with `EPERM` where the call is not permitted.
 ///
 /// [`Node::os_id`]: crate::Node::os_id
 pub fn set_preferred_node(node: impl Into<usize>) -> io::Result<()> {
