@@ -1,14 +1,19 @@
-//! Thread-local context: which processor (P) this thread's machine holds, and
-//! which reactor it belongs to.
+//! Thread-local context: which processor (P) this thread's machine holds,
+//! which reactor it belongs to, and whether the current task just accepted a
+//! connection.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+
+use crate::Reactor;
 
 thread_local! {
     static CURRENT_P: Cell<Option<usize>> = const { Cell::new(None) };
+    static CURRENT_REACTOR: RefCell<Option<Reactor>> = const { RefCell::new(None) };
+    static ACCEPTED: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Records the P this thread's M now holds (`None` when it holds none).
-/// I/O sources first polled on this thread register with that P's poller.
+/// I/O sources and timers first polled on this thread register with that P.
 pub fn set_current_p(p: Option<usize>) {
     CURRENT_P.with(|c| c.set(p));
 }
@@ -16,4 +21,75 @@ pub fn set_current_p(p: Option<usize>) {
 /// The P this thread's M holds, if any.
 pub fn current_p() -> Option<usize> {
     CURRENT_P.with(|c| c.get())
+}
+
+/// Makes `reactor` this thread's current reactor until the guard drops.
+///
+/// I/O types and timers find their driver through it: the driver of
+/// [`current_p`] when the thread holds a P of this reactor, otherwise a P
+/// chosen round-robin. Guards nest; dropping one restores the previous reactor.
+pub fn enter(reactor: &Reactor) -> EnterGuard {
+    let prev = CURRENT_REACTOR.with(|c| c.replace(Some(reactor.clone())));
+    EnterGuard {
+        prev,
+        _not_send: std::marker::PhantomData,
+    }
+}
+
+/// Restores the previously current reactor when dropped (see [`enter`]).
+#[must_use = "the reactor is only current while the guard lives"]
+pub struct EnterGuard {
+    prev: Option<Reactor>,
+    /// The guard restores a thread-local, so it must drop on its own thread.
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl Drop for EnterGuard {
+    fn drop(&mut self) {
+        let prev = self.prev.take();
+        let replaced = CURRENT_REACTOR.with(|c| c.replace(prev));
+        drop(replaced);
+    }
+}
+
+impl std::fmt::Debug for EnterGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EnterGuard").finish_non_exhaustive()
+    }
+}
+
+/// The current reactor, if any.
+pub fn try_current() -> Option<Reactor> {
+    CURRENT_REACTOR.with(|c| c.borrow().clone())
+}
+
+/// Runs `f` with the current reactor; panics outside a runtime.
+pub(crate) fn with_current<R>(f: impl FnOnce(&Reactor) -> R) -> R {
+    let reactor = try_current().unwrap_or_else(|| {
+        panic!(
+            "there is no reactor running: this must be called from the context of a numa_rt \
+             runtime (a task, block_on, or inside Handle::enter)"
+        )
+    });
+    f(&reactor)
+}
+
+/// Marks that the running task just accepted a connection.
+pub(crate) fn set_accepted() {
+    ACCEPTED.with(|c| c.set(true));
+}
+
+/// Returns and clears the "just accepted a connection" flag.
+///
+/// The executor's spawn checks it: a task spawned right after an accept is a
+/// root task (one per connection) and goes to the next P round-robin instead
+/// of the spawning P's `runnext`. [`crate::coop::budget`] clears it at the
+/// start of every task poll.
+pub fn take_accepted() -> bool {
+    ACCEPTED.with(|c| c.replace(false))
+}
+
+/// Clears the accepted flag (start of a task poll).
+pub(crate) fn clear_accepted() {
+    ACCEPTED.with(|c| c.set(false));
 }

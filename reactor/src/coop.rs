@@ -20,6 +20,9 @@ thread_local! {
 }
 
 /// Runs `f` (one task poll) with a fresh budget, restoring the previous one after.
+///
+/// Also clears the "just accepted a connection" flag (see
+/// [`crate::context::take_accepted`]), which only describes the current poll.
 #[inline]
 pub fn budget<R>(f: impl FnOnce() -> R) -> R {
     struct Reset(Option<u8>);
@@ -29,6 +32,7 @@ pub fn budget<R>(f: impl FnOnce() -> R) -> R {
         }
     }
     let _reset = Reset(CURRENT.with(|c| c.replace(Some(BUDGET))));
+    crate::context::clear_accepted();
     f()
 }
 

@@ -1,20 +1,31 @@
 //! numa_rt's reactor: one netpoller and one timer set per processor (P).
 //!
-//! The executor owns one [`Driver`] per P and parks its machines (M) in it; see
-//! `docs/architecture.md` ("The per-P reactor"). Everything in here is usable
-//! without the executor, which is how the unit tests drive it.
+//! The executor owns one [`Driver`] per P and parks its machines (M) in it;
+//! the design (park epolls watching every P's io poller so idle M's help busy
+//! P's) is described in the `driver` module source and `docs/architecture.md`.
+//! Everything in here is usable without the executor, which is how the tests
+//! drive it.
 //!
 //! The contract with the executor:
-//! - [`Reactor::new`] builds the runtime-wide set of drivers, one per P.
+//! - [`Reactor::new`] (or [`Reactor::with_nodes`]) builds the runtime-wide set
+//!   of drivers, one per P.
+//! - Worker threads, `block_on` and `Handle::enter` call [`context::enter`] so
+//!   I/O types and timers find the reactor.
 //! - The M holding P `i` calls [`context::set_current_p`]`(Some(i))`, then
-//!   [`Driver::poll_now`] every `event_interval` ticks and [`Driver::park`] when
-//!   it has nothing to run. Wakers fired by either run on the calling thread,
-//!   so the executor schedules the woken tasks onto that thread's P.
+//!   [`Driver::poll_now`] every `event_interval` ticks and [`Driver::park`]
+//!   when it has nothing to run. Wakers fired by either run on the calling
+//!   thread, so the executor schedules the woken tasks onto that thread's P,
+//!   in firing order: timers, then write readiness, read, and accepts last.
 //! - [`Unparker::unpark`] wakes a machine parked in [`Driver::park`].
-//! - Each task poll runs inside [`coop::budget`].
+//! - Each task poll runs inside [`coop::budget`]; after it, spawn consults
+//!   [`context::take_accepted`] to spread connection tasks round-robin.
+//! - [`Reactor::shutdown`] at runtime shutdown.
 
 pub mod context;
 pub mod coop;
 mod driver;
+pub mod net;
+mod sys;
+pub mod time;
 
 pub use driver::{Driver, Reactor, Unparker};

@@ -1,0 +1,255 @@
+//! Per-source readiness: what the poller learned about a socket, and which
+//! tasks wait for it.
+//!
+//! Like tokio's `ScheduledIo`, a source keeps one readiness word and one waker
+//! slot per direction (read, write). mio is edge-triggered, so readiness is
+//! remembered here until an operation hits `WouldBlock`; a tick counter in the
+//! same word stops a stale `WouldBlock` from erasing an event that arrived
+//! after the operation started.
+
+use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+
+pub(crate) const READABLE: usize = 1 << 0;
+pub(crate) const WRITABLE: usize = 1 << 1;
+pub(crate) const READ_CLOSED: usize = 1 << 2;
+pub(crate) const WRITE_CLOSED: usize = 1 << 3;
+pub(crate) const ERROR: usize = 1 << 4;
+/// The runtime shut down: every operation fails.
+pub(crate) const SHUTDOWN: usize = 1 << 5;
+/// The registration was dropped: waiters (if any) fail.
+pub(crate) const CLOSED: usize = 1 << 6;
+const BITS: usize = 0xffff;
+const TICK_SHIFT: u32 = 16;
+
+/// Which half of a source an operation needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Direction {
+    Read,
+    Write,
+}
+
+impl Direction {
+    /// The readiness bits that let an operation in this direction proceed.
+    fn mask(self) -> usize {
+        match self {
+            Direction::Read => READABLE | READ_CLOSED | ERROR,
+            Direction::Write => WRITABLE | WRITE_CLOSED | ERROR,
+        }
+    }
+}
+
+/// A snapshot of readiness handed to an operation, used to clear it later.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ReadyEvent {
+    tick: usize,
+    bits: usize,
+}
+
+/// Where a fired waker goes in the dispatch order (Vyukov's soft priorities).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A connected socket: write wakers first, then read wakers.
+    Stream,
+    /// A listener: its (read) wakers go last.
+    Listener,
+}
+
+#[derive(Default)]
+struct Waiters {
+    reader: Option<Waker>,
+    writer: Option<Waker>,
+}
+
+/// Readiness and waiters of one registered source.
+pub(crate) struct ScheduledIo {
+    /// Readiness bits (low 16) and the event tick (the rest).
+    readiness: AtomicUsize,
+    waiters: Mutex<Waiters>,
+    pub(crate) kind: Kind,
+}
+
+/// Wakers collected while dispatching one poll, fired in priority order.
+#[derive(Default)]
+pub(crate) struct Wakeups {
+    pub(crate) writes: Vec<Waker>,
+    pub(crate) reads: Vec<Waker>,
+    pub(crate) accepts: Vec<Waker>,
+}
+
+impl Wakeups {
+    /// Wakes writers, then readers, then acceptors, on the calling thread.
+    pub(crate) fn fire(&mut self) {
+        for w in self
+            .writes
+            .drain(..)
+            .chain(self.reads.drain(..))
+            .chain(self.accepts.drain(..))
+        {
+            w.wake();
+        }
+    }
+}
+
+pub(crate) fn shutdown_error() -> io::Error {
+    io::Error::other("numa_rt runtime has shut down")
+}
+
+impl ScheduledIo {
+    /// A source assumed ready both ways: the first operation tries the
+    /// syscall at once instead of waiting for the registration's first event.
+    pub(crate) fn new(kind: Kind) -> ScheduledIo {
+        ScheduledIo {
+            readiness: AtomicUsize::new(READABLE | WRITABLE),
+            waiters: Mutex::new(Waiters::default()),
+            kind,
+        }
+    }
+
+    /// Records `bits` from an event (bumping the tick) and moves the wakers
+    /// that can now proceed into `out`.
+    pub(crate) fn set_readiness(&self, bits: usize, out: &mut Wakeups) {
+        // Release: publishes the readiness to the task that observes it in
+        // `poll_ready` (Acquire load); the waiters mutex below orders this
+        // store before that task's re-check if it is registering concurrently.
+        let _ = self
+            .readiness
+            .fetch_update(Ordering::Release, Ordering::Relaxed, |cur| {
+                let tick = (cur >> TICK_SHIFT).wrapping_add(1);
+                Some((tick << TICK_SHIFT) | ((cur | bits) & BITS))
+            });
+        let mut w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        let closing = bits & (SHUTDOWN | CLOSED) != 0;
+        if closing || bits & Direction::Write.mask() != 0 {
+            if let Some(waker) = w.writer.take() {
+                out.writes.push(waker);
+            }
+        }
+        if closing || bits & Direction::Read.mask() != 0 {
+            if let Some(waker) = w.reader.take() {
+                match self.kind {
+                    Kind::Stream => out.reads.push(waker),
+                    Kind::Listener => out.accepts.push(waker),
+                }
+            }
+        }
+    }
+
+    fn check(cur: usize, dir: Direction) -> Option<io::Result<ReadyEvent>> {
+        if cur & SHUTDOWN != 0 {
+            return Some(Err(shutdown_error()));
+        }
+        if cur & CLOSED != 0 {
+            return Some(Err(io::Error::new(
+                io::ErrorKind::NotConnected,
+                "the socket's registration was dropped",
+            )));
+        }
+        let bits = cur & dir.mask();
+        (bits != 0).then_some(Ok(ReadyEvent {
+            tick: cur >> TICK_SHIFT,
+            bits,
+        }))
+    }
+
+    /// Ready when the direction has readiness; otherwise stores the waker.
+    pub(crate) fn poll_ready(
+        &self,
+        cx: &mut Context<'_>,
+        dir: Direction,
+    ) -> Poll<io::Result<ReadyEvent>> {
+        // Acquire pairs with the Release in `set_readiness`.
+        if let Some(r) = Self::check(self.readiness.load(Ordering::Acquire), dir) {
+            return Poll::Ready(r);
+        }
+        let mut w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        let slot = match dir {
+            Direction::Read => &mut w.reader,
+            Direction::Write => &mut w.writer,
+        };
+        match slot {
+            Some(old) if old.will_wake(cx.waker()) => {}
+            _ => *slot = Some(cx.waker().clone()),
+        }
+        // Re-check under the lock: an event dispatched before we took the
+        // lock is visible now (its store precedes its own lock of `waiters`);
+        // one dispatched after will find the waker stored above.
+        match Self::check(self.readiness.load(Ordering::Acquire), dir) {
+            Some(r) => Poll::Ready(r),
+            None => Poll::Pending,
+        }
+    }
+
+    /// Forgets the readiness `ev` reported (after `WouldBlock`), unless an
+    /// event arrived since (the tick moved on).
+    pub(crate) fn clear_readiness(&self, ev: ReadyEvent) {
+        let clear = ev.bits & (READABLE | WRITABLE);
+        // Relaxed suffices: only bits this thread already observed are
+        // cleared, and a concurrent event changes the tick, failing the CAS.
+        let _ = self
+            .readiness
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |cur| {
+                (cur >> TICK_SHIFT == ev.tick).then_some(cur & !clear)
+            });
+    }
+}
+
+/// A slot table of a P's registered sources; tokens carry a generation so a
+/// stale event for a freed slot is ignored.
+#[derive(Default)]
+pub(crate) struct Slab {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    len: usize,
+}
+
+#[derive(Default)]
+struct Slot {
+    generation: u32,
+    io: Option<Arc<ScheduledIo>>,
+}
+
+impl Slab {
+    /// Stores `io`, returning its token.
+    pub(crate) fn insert(&mut self, io: Arc<ScheduledIo>) -> usize {
+        let index = match self.free.pop() {
+            Some(i) => i as usize,
+            None => {
+                self.slots.push(Slot::default());
+                self.slots.len() - 1
+            }
+        };
+        let slot = &mut self.slots[index];
+        slot.generation = slot.generation.wrapping_add(1);
+        slot.io = Some(io);
+        self.len += 1;
+        ((slot.generation as usize) << 32) | index
+    }
+
+    pub(crate) fn get(&self, token: usize) -> Option<&Arc<ScheduledIo>> {
+        let slot = self.slots.get(token & 0xffff_ffff)?;
+        (slot.generation as usize == token >> 32).then_some(slot.io.as_ref()?)
+    }
+
+    pub(crate) fn remove(&mut self, token: usize) -> Option<Arc<ScheduledIo>> {
+        let index = token & 0xffff_ffff;
+        let slot = self.slots.get_mut(index)?;
+        if slot.generation as usize != token >> 32 {
+            return None;
+        }
+        let io = slot.io.take()?;
+        self.free.push(index as u32);
+        self.len -= 1;
+        Some(io)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Arc<ScheduledIo>> {
+        self.slots.iter().filter_map(|s| s.io.as_ref())
+    }
+}

@@ -1,0 +1,226 @@
+//! TCP: [`TcpListener`] and [`TcpStream`].
+
+use std::future::poll_fn;
+use std::io;
+use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+
+use mio::Interest;
+
+use super::split::{split_owned, OwnedReadHalf, OwnedWriteHalf, ReadHalf, WriteHalf};
+use super::{each_addr, stream_impls, AcceptBackoff};
+use crate::driver::io::{Direction, Kind};
+use crate::driver::registration::PollEvented;
+
+/// A TCP listening socket.
+///
+/// ```no_run
+/// # async fn f() -> std::io::Result<()> {
+/// use numa_rt_reactor::net::TcpListener;
+/// let listener = TcpListener::bind("127.0.0.1:8080").await?;
+/// loop {
+///     let (stream, peer) = listener.accept().await?;
+///     // spawn a task per connection
+/// #   drop((stream, peer));
+/// }
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct TcpListener {
+    io: PollEvented<mio::net::TcpListener>,
+    backoff: AcceptBackoff,
+}
+
+impl TcpListener {
+    /// Binds to `addr` (the first address that works), with `SO_REUSEADDR`
+    /// and a backlog of 1024.
+    pub async fn bind(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
+        each_addr(addr, |a| {
+            mio::net::TcpListener::bind(a).map(TcpListener::new)
+        })
+    }
+
+    fn new(l: mio::net::TcpListener) -> TcpListener {
+        TcpListener {
+            io: PollEvented::new(l, Interest::READABLE, Kind::Listener),
+            backoff: AcceptBackoff::default(),
+        }
+    }
+
+    /// Waits for a connection. Tasks spawned right after a successful accept
+    /// are spread round-robin across P's by the executor.
+    pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        poll_fn(|cx| self.poll_accept(cx)).await
+    }
+
+    /// Polls for a connection.
+    pub fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(TcpStream, SocketAddr)>> {
+        let (s, addr) = ready!(self.backoff.poll_accept(&self.io, cx, |l| l.accept()))?;
+        Poll::Ready(Ok((TcpStream::new(s), addr)))
+    }
+
+    /// Wraps a std listener (switched to nonblocking mode).
+    pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
+        listener.set_nonblocking(true)?;
+        Ok(TcpListener::new(mio::net::TcpListener::from_std(listener)))
+    }
+
+    /// Deregisters and returns the std listener (still nonblocking).
+    pub fn into_std(self) -> io::Result<std::net::TcpListener> {
+        Ok(self.io.into_inner().into())
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.io.get_ref().local_addr()
+    }
+
+    /// Sets `IP_TTL`.
+    pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
+        self.io.get_ref().set_ttl(ttl)
+    }
+
+    /// Gets `IP_TTL`.
+    pub fn ttl(&self) -> io::Result<u32> {
+        self.io.get_ref().ttl()
+    }
+}
+
+impl AsRawFd for TcpListener {
+    fn as_raw_fd(&self) -> RawFd {
+        self.io.get_ref().as_raw_fd()
+    }
+}
+
+impl AsFd for TcpListener {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.io.get_ref().as_fd()
+    }
+}
+
+/// A TCP connection.
+#[derive(Debug)]
+pub struct TcpStream {
+    pub(crate) io: PollEvented<mio::net::TcpStream>,
+}
+
+impl TcpStream {
+    /// Connects to `addr`, trying each resolved address in turn.
+    pub async fn connect(addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
+        let mut last = None;
+        for a in super::resolve(addr)? {
+            match TcpStream::connect_addr(a).await {
+                Ok(s) => return Ok(s),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.expect("resolve returns at least one address"))
+    }
+
+    /// A nonblocking connect, then: wait for writability and check
+    /// `SO_ERROR` and the peer address.
+    async fn connect_addr(addr: SocketAddr) -> io::Result<TcpStream> {
+        let s = TcpStream::new(mio::net::TcpStream::connect(addr)?);
+        poll_fn(|cx| s.poll_connected(cx)).await?;
+        Ok(s)
+    }
+
+    fn poll_connected(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        loop {
+            let ev = ready!(self.io.poll_ready(cx, Direction::Write))?;
+            let sock = self.io.get_ref();
+            if let Some(e) = sock.take_error()? {
+                return Poll::Ready(Err(e));
+            }
+            match sock.peer_addr() {
+                Ok(_) => return Poll::Ready(Ok(())),
+                Err(e) if e.kind() == io::ErrorKind::NotConnected => self.io.clear_readiness(ev),
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+
+    pub(crate) fn new(s: mio::net::TcpStream) -> TcpStream {
+        TcpStream {
+            io: PollEvented::new(s, Interest::READABLE | Interest::WRITABLE, Kind::Stream),
+        }
+    }
+
+    /// Wraps a connected std stream (switched to nonblocking mode).
+    pub fn from_std(stream: std::net::TcpStream) -> io::Result<TcpStream> {
+        stream.set_nonblocking(true)?;
+        Ok(TcpStream::new(mio::net::TcpStream::from_std(stream)))
+    }
+
+    /// Deregisters and returns the std stream (still nonblocking).
+    pub fn into_std(self) -> io::Result<std::net::TcpStream> {
+        Ok(self.io.into_inner().into())
+    }
+
+    /// The local address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.io.get_ref().local_addr()
+    }
+
+    /// The peer's address.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.io.get_ref().peer_addr()
+    }
+
+    /// Sets `TCP_NODELAY` (disables Nagle's algorithm when true).
+    pub fn set_nodelay(&self, nodelay: bool) -> io::Result<()> {
+        self.io.get_ref().set_nodelay(nodelay)
+    }
+
+    /// Gets `TCP_NODELAY`.
+    pub fn nodelay(&self) -> io::Result<bool> {
+        self.io.get_ref().nodelay()
+    }
+
+    /// Sets `IP_TTL`.
+    pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
+        self.io.get_ref().set_ttl(ttl)
+    }
+
+    /// Gets `IP_TTL`.
+    pub fn ttl(&self) -> io::Result<u32> {
+        self.io.get_ref().ttl()
+    }
+
+    /// Shuts down the read, write or both directions.
+    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        self.io.get_ref().shutdown(how)
+    }
+
+    /// Receives data without removing it from the queue.
+    pub async fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        poll_fn(|cx| self.io.poll_io(cx, Direction::Read, |s| s.peek(buf))).await
+    }
+
+    /// Borrowed read and write halves, usable concurrently in one task.
+    pub fn split(&mut self) -> (ReadHalf<'_, TcpStream>, WriteHalf<'_, TcpStream>) {
+        (ReadHalf(self), WriteHalf(self))
+    }
+
+    /// Owned halves that can move to different tasks; see [`OwnedWriteHalf`]
+    /// (dropping it shuts the write direction down).
+    pub fn into_split(self) -> (OwnedReadHalf<TcpStream>, OwnedWriteHalf<TcpStream>) {
+        split_owned(Arc::new(self))
+    }
+}
+
+stream_impls!(TcpStream);
+
+impl AsRawFd for TcpStream {
+    fn as_raw_fd(&self) -> RawFd {
+        self.io.get_ref().as_raw_fd()
+    }
+}
+
+impl AsFd for TcpStream {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.io.get_ref().as_fd()
+    }
+}

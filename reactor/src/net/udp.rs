@@ -1,0 +1,151 @@
+//! UDP: [`UdpSocket`].
+
+use std::future::poll_fn;
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::task::{Context, Poll};
+
+use mio::Interest;
+
+use super::{each_addr, resolve};
+use crate::driver::io::{Direction, Kind};
+use crate::driver::registration::PollEvented;
+
+/// A UDP socket. Share it between a sending and a receiving task through an
+/// `Arc`: each direction has its own waker slot (one waiting task per
+/// direction).
+#[derive(Debug)]
+pub struct UdpSocket {
+    io: PollEvented<mio::net::UdpSocket>,
+}
+
+impl UdpSocket {
+    /// Binds to `addr` (the first address that works).
+    pub async fn bind(addr: impl ToSocketAddrs) -> io::Result<UdpSocket> {
+        each_addr(addr, |a| mio::net::UdpSocket::bind(a).map(UdpSocket::new))
+    }
+
+    fn new(s: mio::net::UdpSocket) -> UdpSocket {
+        UdpSocket {
+            io: PollEvented::new(s, Interest::READABLE | Interest::WRITABLE, Kind::Stream),
+        }
+    }
+
+    /// Wraps a std socket (switched to nonblocking mode).
+    pub fn from_std(socket: std::net::UdpSocket) -> io::Result<UdpSocket> {
+        socket.set_nonblocking(true)?;
+        Ok(UdpSocket::new(mio::net::UdpSocket::from_std(socket)))
+    }
+
+    /// Deregisters and returns the std socket (still nonblocking).
+    pub fn into_std(self) -> io::Result<std::net::UdpSocket> {
+        Ok(self.io.into_inner().into())
+    }
+
+    /// Sets the default peer for `send`/`recv` and filters incoming datagrams
+    /// to it (the first resolved address that works).
+    pub async fn connect(&self, addr: impl ToSocketAddrs) -> io::Result<()> {
+        let mut last = None;
+        for a in resolve(addr)? {
+            match self.io.get_ref().connect(a) {
+                Ok(()) => return Ok(()),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.expect("resolve returns at least one address"))
+    }
+
+    /// Sends to the connected peer.
+    pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
+        poll_fn(|cx| self.poll_send(cx, buf)).await
+    }
+
+    /// Polls sending to the connected peer.
+    pub fn poll_send(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        self.io.poll_io(cx, Direction::Write, |s| s.send(buf))
+    }
+
+    /// Receives from the connected peer.
+    pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        poll_fn(|cx| self.poll_recv(cx, buf)).await
+    }
+
+    /// Polls receiving from the connected peer.
+    pub fn poll_recv(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        self.io.poll_io(cx, Direction::Read, |s| s.recv(buf))
+    }
+
+    /// Sends to `target` (the first resolved address).
+    pub async fn send_to(&self, buf: &[u8], target: impl ToSocketAddrs) -> io::Result<usize> {
+        let target = resolve(target)?[0];
+        poll_fn(|cx| self.poll_send_to(cx, buf, target)).await
+    }
+
+    /// Polls sending to `target`.
+    pub fn poll_send_to(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+        target: SocketAddr,
+    ) -> Poll<io::Result<usize>> {
+        self.io
+            .poll_io(cx, Direction::Write, |s| s.send_to(buf, target))
+    }
+
+    /// Receives a datagram and its sender.
+    pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        poll_fn(|cx| self.poll_recv_from(cx, buf)).await
+    }
+
+    /// Polls receiving a datagram and its sender.
+    pub fn poll_recv_from(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<(usize, SocketAddr)>> {
+        self.io.poll_io(cx, Direction::Read, |s| s.recv_from(buf))
+    }
+
+    /// Receives a datagram without removing it from the queue.
+    pub async fn peek_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        poll_fn(|cx| self.io.poll_io(cx, Direction::Read, |s| s.peek_from(buf))).await
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.io.get_ref().local_addr()
+    }
+
+    /// The connected peer's address.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.io.get_ref().peer_addr()
+    }
+
+    /// Sets `SO_BROADCAST`.
+    pub fn set_broadcast(&self, on: bool) -> io::Result<()> {
+        self.io.get_ref().set_broadcast(on)
+    }
+
+    /// Sets `IP_TTL`.
+    pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
+        self.io.get_ref().set_ttl(ttl)
+    }
+
+    /// Takes the pending socket error (`SO_ERROR`).
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        self.io.get_ref().take_error()
+    }
+}
+
+impl AsRawFd for UdpSocket {
+    fn as_raw_fd(&self) -> RawFd {
+        self.io.get_ref().as_raw_fd()
+    }
+}
+
+impl AsFd for UdpSocket {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.io.get_ref().as_fd()
+    }
+}

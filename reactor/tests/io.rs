@@ -1,0 +1,331 @@
+//! Sockets on the reactor, driven by the single-threaded harness.
+
+mod common;
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::Shutdown;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use common::{block_on, count_waker, setup};
+use futures::io::{AsyncReadExt, AsyncWriteExt};
+use futures::stream::{FuturesUnordered, StreamExt};
+use futures_io::{AsyncRead, AsyncWrite};
+use numa_rt_reactor::net::{TcpListener, TcpStream, UdpSocket, UnixDatagram, UnixListener, UnixStream};
+use numa_rt_reactor::{context, time};
+
+fn temp_path(name: &str) -> std::path::PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    std::env::temp_dir().join(format!("numa_rt_{}_{}_{}.sock", std::process::id(), name, n))
+}
+
+async fn echo<S>(s: S)
+where
+    S: futures_io::AsyncRead + futures_io::AsyncWrite + Unpin,
+{
+    let (mut r, mut w) = s.split();
+    futures::io::copy(&mut r, &mut w).await.expect("echo copy");
+    w.close().await.expect("close");
+}
+
+#[test]
+fn tcp_echo_many_connections() {
+    const N: usize = 200;
+    let (reactor, mut d, _g) = setup(2);
+    block_on(&mut d[0], async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = async {
+            let mut handlers = FuturesUnordered::new();
+            for _ in 0..N {
+                let (s, peer) = listener.accept().await.unwrap();
+                assert!(context::take_accepted(), "accept sets the root-task flag");
+                assert_eq!(s.peer_addr().unwrap(), peer);
+                handlers.push(echo(s));
+            }
+            while handlers.next().await.is_some() {}
+        };
+        let clients = futures::future::join_all((0..N).map(|i| async move {
+            let mut s = TcpStream::connect(addr).await.unwrap();
+            s.set_nodelay(true).unwrap();
+            assert!(s.nodelay().unwrap());
+            let msg: Vec<u8> = (0..4096).map(|j| (i + j) as u8).collect();
+            s.write_all(&msg).await.unwrap();
+            s.close().await.unwrap(); // half-close: the server sees EOF
+            let mut back = Vec::new();
+            s.read_to_end(&mut back).await.unwrap();
+            assert_eq!(back, msg);
+        }));
+        futures::join!(server, clients);
+    });
+    assert_eq!(reactor.registered_sources(), 0, "every socket deregistered on drop");
+}
+
+#[test]
+fn tcp_split_halves_and_vectored_write() {
+    let (_r, mut d, _g) = setup(1);
+    block_on(&mut d[0], async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let client = TcpStream::connect(addr).await.unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        let (mut r, mut w) = server.into_split();
+        let (mut cr, mut cw) = client.into_split();
+        let bufs = [std::io::IoSlice::new(b"hello "), std::io::IoSlice::new(b"world")];
+        let n = futures::future::poll_fn(|cx| Pin::new(&mut cw).poll_write_vectored(cx, &bufs)).await;
+        assert_eq!(n.unwrap(), 11);
+        let mut got = [0u8; 11];
+        r.read_exact(&mut got).await.unwrap();
+        assert_eq!(&got, b"hello world");
+        w.write_all(b"pong").await.unwrap();
+        let mut pong = [0u8; 4];
+        cr.read_exact(&mut pong).await.unwrap();
+        assert_eq!(&pong, b"pong");
+        drop(cw); // dropping an owned write half shuts writing down
+        let mut rest = Vec::new();
+        r.read_to_end(&mut rest).await.unwrap();
+        assert!(rest.is_empty());
+        let server = r.reunite(w).expect("same stream");
+        assert!(server.into_std().is_ok());
+        assert!(cr.reunite(TcpStream::connect(addr).await.unwrap().into_split().1).is_err());
+    });
+}
+
+#[test]
+fn tcp_connect_refused_is_an_error() {
+    let (_r, mut d, _g) = setup(1);
+    let addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    }; // closed again: nothing listens there now
+    let err = block_on(&mut d[0], TcpStream::connect(addr)).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ConnectionRefused);
+}
+
+#[test]
+fn tcp_reset_surfaces_as_connection_reset() {
+    let (_r, mut d, _g) = setup(1);
+    block_on(&mut d[0], async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut server, _) = listener.accept().await.unwrap();
+        let linger = libc::linger { l_onoff: 1, l_linger: 0 };
+        // SAFETY: a valid socket fd and a valid linger struct of the given size.
+        let rc = unsafe {
+            libc::setsockopt(
+                std::os::fd::AsRawFd::as_raw_fd(&client),
+                libc::SOL_SOCKET,
+                libc::SO_LINGER,
+                (&linger as *const libc::linger).cast(),
+                std::mem::size_of::<libc::linger>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(rc, 0);
+        drop(client); // SO_LINGER 0: close sends RST
+        let mut buf = [0u8; 16];
+        let err = server.read(&mut buf).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::ConnectionReset);
+    });
+}
+
+#[test]
+fn peer_close_wakes_a_waiting_reader_with_eof() {
+    let (_r, mut d, _g) = setup(1);
+    let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+    let mut a = UnixStream::from_std(a).unwrap();
+    let (count, waker) = count_waker();
+    let mut buf = [0u8; 8];
+    let poll = Pin::new(&mut a).poll_read(&mut Context::from_waker(&waker), &mut buf);
+    assert!(poll.is_pending());
+    drop(b);
+    for _ in 0..100 {
+        if count.0.load(Ordering::SeqCst) > 0 {
+            break;
+        }
+        d[0].park(Some(Duration::from_secs(1)));
+    }
+    assert!(count.0.load(Ordering::SeqCst) > 0, "the waiting reader was woken");
+    let poll = Pin::new(&mut a).poll_read(&mut Context::from_waker(&waker), &mut buf);
+    assert!(matches!(poll, Poll::Ready(Ok(0))), "{poll:?}");
+}
+
+#[test]
+fn dropping_a_socket_wakes_its_waiters() {
+    let (_r, _d, _g) = setup(1);
+    let (a, _b) = UnixStream::pair().unwrap();
+    let (count, waker) = count_waker();
+    let mut buf = [0u8; 8];
+    let poll = Pin::new(&mut &a).poll_read(&mut Context::from_waker(&waker), &mut buf);
+    assert!(poll.is_pending());
+    drop(a);
+    assert_eq!(count.0.load(Ordering::SeqCst), 1, "the waiter learns the socket is gone");
+}
+
+#[test]
+fn shutdown_fails_pending_io_and_later_polls() {
+    let (reactor, _d, _g) = setup(1);
+    let (mut a, _b) = UnixStream::pair().unwrap();
+    let (count, waker) = count_waker();
+    let mut buf = [0u8; 8];
+    assert!(Pin::new(&mut a).poll_read(&mut Context::from_waker(&waker), &mut buf).is_pending());
+    let mut sleep = Box::pin(time::sleep(Duration::from_secs(3600)));
+    assert!(sleep.as_mut().poll(&mut Context::from_waker(&waker)).is_pending());
+    assert_eq!(reactor.pending_timers(), 1);
+    reactor.shutdown();
+    assert_eq!(count.0.load(Ordering::SeqCst), 1, "pending I/O woken by shutdown");
+    assert_eq!(reactor.pending_timers(), 0, "timer wakers dropped");
+    match Pin::new(&mut a).poll_read(&mut Context::from_waker(&waker), &mut buf) {
+        Poll::Ready(Err(e)) => assert!(e.to_string().contains("shut down"), "{e}"),
+        other => panic!("expected a shutdown error, got {other:?}"),
+    }
+    assert!(sleep.as_mut().poll(&mut Context::from_waker(&waker)).is_pending());
+    let (fresh, _) = UnixStream::pair().unwrap();
+    let r = Pin::new(&mut &fresh).poll_read(&mut Context::from_waker(&waker), &mut buf);
+    assert!(matches!(r, Poll::Ready(Err(_))), "new registrations fail after shutdown");
+}
+
+use std::future::Future;
+
+#[test]
+fn udp_round_trip() {
+    let (_r, mut d, _g) = setup(1);
+    block_on(&mut d[0], async {
+        let a = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let (aa, ba) = (a.local_addr().unwrap(), b.local_addr().unwrap());
+        for i in 0..100u32 {
+            a.send_to(&i.to_le_bytes(), ba).await.unwrap();
+            let mut buf = [0u8; 8];
+            let (n, from) = b.recv_from(&mut buf).await.unwrap();
+            assert_eq!((n, from), (4, aa));
+            assert_eq!(u32::from_le_bytes(buf[..4].try_into().unwrap()), i);
+            b.send_to(&buf[..n], from).await.unwrap();
+            let (n, from) = a.recv_from(&mut buf).await.unwrap();
+            assert_eq!((n, from), (4, ba));
+        }
+        a.connect(ba).await.unwrap();
+        b.connect(aa).await.unwrap();
+        assert_eq!(a.peer_addr().unwrap(), ba);
+        a.send(b"ping").await.unwrap();
+        let mut buf = [0u8; 8];
+        assert_eq!(b.recv(&mut buf).await.unwrap(), 4);
+        assert_eq!(&buf[..4], b"ping");
+    });
+}
+
+#[test]
+fn unix_stream_listener_and_pair() {
+    let (_r, mut d, _g) = setup(1);
+    let path = temp_path("listener");
+    block_on(&mut d[0], async {
+        let listener = UnixListener::bind(&path).unwrap();
+        let server = async {
+            let (s, _) = listener.accept().await.unwrap();
+            echo(s).await;
+        };
+        let client = async {
+            let mut s = UnixStream::connect(&path).await.unwrap();
+            s.write_all(b"over unix").await.unwrap();
+            s.shutdown(Shutdown::Write).unwrap();
+            let mut back = Vec::new();
+            s.read_to_end(&mut back).await.unwrap();
+            assert_eq!(back, b"over unix");
+        };
+        futures::join!(server, client);
+
+        let (mut a, mut b) = UnixStream::pair().unwrap();
+        let (mut ar, mut aw) = UnixStream::split(&mut a);
+        aw.write_all(b"x").await.unwrap();
+        let mut one = [0u8; 1];
+        b.read_exact(&mut one).await.unwrap();
+        b.write_all(b"y").await.unwrap();
+        ar.read_exact(&mut one).await.unwrap();
+        assert_eq!(&one, b"y");
+    });
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn unix_datagrams() {
+    let (_r, mut d, _g) = setup(1);
+    let path = temp_path("dgram");
+    block_on(&mut d[0], async {
+        let server = UnixDatagram::bind(&path).unwrap();
+        let client = UnixDatagram::unbound().unwrap();
+        client.send_to(b"hello", &path).await.unwrap();
+        let mut buf = [0u8; 16];
+        let (n, _) = server.recv_from(&mut buf).await.unwrap();
+        assert_eq!(&buf[..n], b"hello");
+        let (a, b) = UnixDatagram::pair().unwrap();
+        a.send(b"pair").await.unwrap();
+        let n = b.recv(&mut buf).await.unwrap();
+        assert_eq!(&buf[..n], b"pair");
+    });
+    std::fs::remove_file(&path).unwrap();
+}
+
+/// The nested-epoll path: a socket registered on P 0, whose driver never
+/// runs, is noticed and dispatched by P 1's park.
+#[test]
+fn idle_driver_handles_a_busy_drivers_readiness() {
+    let (reactor, mut d, _g) = setup(2);
+    context::set_current_p(Some(0));
+    let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+    let mut a = UnixStream::from_std(a).unwrap();
+    let (count, waker) = count_waker();
+    let mut buf = [0u8; 8];
+    assert!(Pin::new(&mut a).poll_read(&mut Context::from_waker(&waker), &mut buf).is_pending());
+    assert_eq!(reactor.registered_sources(), 1);
+    b.write_all(b"hi").unwrap();
+    let helper = d.pop().unwrap();
+    assert_eq!(helper.index(), 1);
+    let mut helper = helper;
+    for _ in 0..100 {
+        if count.0.load(Ordering::SeqCst) > 0 {
+            break;
+        }
+        helper.park(Some(Duration::from_secs(1)));
+    }
+    assert_eq!(count.0.load(Ordering::SeqCst), 1, "driver 1 fired driver 0's event");
+    let r = Pin::new(&mut a).poll_read(&mut Context::from_waker(&waker), &mut buf);
+    assert!(matches!(r, Poll::Ready(Ok(2))), "{r:?}");
+    let mut rest = [0u8; 2];
+    b.set_nonblocking(true).unwrap();
+    assert_eq!(b.read(&mut rest).unwrap_err().kind(), ErrorKind::WouldBlock);
+}
+
+/// The same for a due timer: P 0's timer fires from P 1's park.
+#[test]
+fn idle_driver_fires_a_busy_drivers_timer() {
+    let (reactor, mut d, _g) = setup(2);
+    context::set_current_p(Some(0));
+    let (count, waker) = count_waker();
+    let mut sleep = Box::pin(time::sleep(Duration::from_millis(20)));
+    assert!(sleep.as_mut().poll(&mut Context::from_waker(&waker)).is_pending());
+    assert_eq!(d[0].next_timer(), Some(sleep.deadline()));
+    let mut helper = d.pop().unwrap();
+    for _ in 0..100 {
+        if count.0.load(Ordering::SeqCst) > 0 {
+            break;
+        }
+        helper.park(Some(Duration::from_secs(1)));
+    }
+    assert_eq!(count.0.load(Ordering::SeqCst), 1, "driver 1 fired driver 0's timer");
+    assert_eq!(reactor.pending_timers(), 0);
+    assert!(sleep.as_mut().poll(&mut Context::from_waker(&waker)).is_ready());
+}
+
+#[test]
+fn unpark_makes_the_next_park_return() {
+    let (_r, mut d, _g) = setup(1);
+    let u = d[0].unparker();
+    u.unpark();
+    u.unpark();
+    d[0].park(None); // returns at once: the unpark was remembered
+    let t = std::thread::spawn(move || u.unpark());
+    d[0].park(None); // returns once the other thread unparks
+    t.join().unwrap();
+}
