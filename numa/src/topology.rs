@@ -97,6 +97,10 @@ impl Topology {
     /// without `/sys/devices/system/node` (a kernel without NUMA support) is
     /// one node with all allowed CPUs; so is one whose nodes list none of
     /// them. Allowed CPUs that no node lists are given to the first node.
+    ///
+    /// Fails if the affinity mask cannot be read, or if sysfs has node
+    /// directories whose `cpulist` is unreadable or malformed (the error names
+    /// the file): a broken sysfs is reported rather than guessed around.
     pub fn discover() -> io::Result<Topology> {
         let allowed = sys::allowed_cpus()?;
         discover_in(Path::new(SYSFS_NODES), &allowed)
@@ -362,10 +366,26 @@ impl Host {
     }
 }
 
-/// Reads the `nodeN` directories under `root`.
+/// Reads the `nodeN` directories under `root`; no nodes at all if `root`
+/// does not exist (a kernel built without NUMA support).
 fn read_host(root: &Path) -> io::Result<Host> {
+    let entries = match fs::read_dir(root) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Ok(Host {
+                nodes: Vec::new(),
+                online: Vec::new(),
+            })
+        }
+        Err(e) => {
+            return Err(io::Error::new(
+                e.kind(),
+                format!("reading {}: {e}", root.display()),
+            ))
+        }
+    };
     let mut ids = Vec::new();
-    for entry in fs::read_dir(root)? {
+    for entry in entries {
         let name = entry?.file_name();
         let id: Option<usize> = name
             .to_str()
@@ -406,14 +426,7 @@ fn discover_in(root: &Path, allowed: &CpuSet) -> io::Result<Topology> {
             "the process's CPU affinity mask is empty",
         ));
     }
-    let host = match read_host(root) {
-        Ok(host) => host,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Host {
-            nodes: Vec::new(),
-            online: Vec::new(),
-        },
-        Err(e) => return Err(e),
-    };
+    let host = read_host(root)?;
     let kept: Vec<(&HostNode, CpuSet)> = host
         .nodes
         .iter()

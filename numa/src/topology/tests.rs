@@ -146,6 +146,15 @@ fn unlisted_allowed_cpus_join_the_first_node() {
 }
 
 #[test]
+fn node_without_cpulist_is_an_error() {
+    let fake = FakeSysfs::new(&[(0, "0", None)], None);
+    fs::create_dir_all(fake.0.join("node1")).unwrap();
+    let err = discover_in(&fake.0, &cpus("0")).unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::NotFound);
+    assert!(err.to_string().contains("node1/cpulist"), "{err}");
+}
+
+#[test]
 fn unreadable_cpulist_is_an_error_naming_the_file() {
     let fake = FakeSysfs::new(&[(0, "0-x", None)], None);
     let err = discover_in(&fake.0, &cpus("0")).unwrap_err();
