@@ -13,13 +13,20 @@ use common::{block_on, count_waker, setup};
 use futures::io::{AsyncReadExt, AsyncWriteExt};
 use futures::stream::{FuturesUnordered, StreamExt};
 use futures_io::{AsyncRead, AsyncWrite};
-use numa_rt_reactor::net::{TcpListener, TcpStream, UdpSocket, UnixDatagram, UnixListener, UnixStream};
+use numa_rt_reactor::net::{
+    TcpListener, TcpStream, UdpSocket, UnixDatagram, UnixListener, UnixStream,
+};
 use numa_rt_reactor::{context, time};
 
 fn temp_path(name: &str) -> std::path::PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
     let n = N.fetch_add(1, Ordering::Relaxed);
-    std::env::temp_dir().join(format!("numa_rt_{}_{}_{}.sock", std::process::id(), name, n))
+    std::env::temp_dir().join(format!(
+        "numa_rt_{}_{}_{}.sock",
+        std::process::id(),
+        name,
+        n
+    ))
 }
 
 async fn echo<S>(s: S)
@@ -61,7 +68,11 @@ fn tcp_echo_many_connections() {
         }));
         futures::join!(server, clients);
     });
-    assert_eq!(reactor.registered_sources(), 0, "every socket deregistered on drop");
+    assert_eq!(
+        reactor.registered_sources(),
+        0,
+        "every socket deregistered on drop"
+    );
 }
 
 #[test]
@@ -74,8 +85,12 @@ fn tcp_split_halves_and_vectored_write() {
         let (server, _) = listener.accept().await.unwrap();
         let (mut r, mut w) = server.into_split();
         let (mut cr, mut cw) = client.into_split();
-        let bufs = [std::io::IoSlice::new(b"hello "), std::io::IoSlice::new(b"world")];
-        let n = futures::future::poll_fn(|cx| Pin::new(&mut cw).poll_write_vectored(cx, &bufs)).await;
+        let bufs = [
+            std::io::IoSlice::new(b"hello "),
+            std::io::IoSlice::new(b"world"),
+        ];
+        let n =
+            futures::future::poll_fn(|cx| Pin::new(&mut cw).poll_write_vectored(cx, &bufs)).await;
         assert_eq!(n.unwrap(), 11);
         let mut got = [0u8; 11];
         r.read_exact(&mut got).await.unwrap();
@@ -90,7 +105,9 @@ fn tcp_split_halves_and_vectored_write() {
         assert!(rest.is_empty());
         let server = r.reunite(w).expect("same stream");
         assert!(server.into_std().is_ok());
-        assert!(cr.reunite(TcpStream::connect(addr).await.unwrap().into_split().1).is_err());
+        assert!(cr
+            .reunite(TcpStream::connect(addr).await.unwrap().into_split().1)
+            .is_err());
     });
 }
 
@@ -112,7 +129,10 @@ fn tcp_reset_surfaces_as_connection_reset() {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (mut server, _) = listener.accept().await.unwrap();
-        let linger = libc::linger { l_onoff: 1, l_linger: 0 };
+        let linger = libc::linger {
+            l_onoff: 1,
+            l_linger: 0,
+        };
         // SAFETY: a valid socket fd and a valid linger struct of the given size.
         let rc = unsafe {
             libc::setsockopt(
@@ -147,7 +167,10 @@ fn peer_close_wakes_a_waiting_reader_with_eof() {
         }
         d[0].park(Some(Duration::from_secs(1)));
     }
-    assert!(count.0.load(Ordering::SeqCst) > 0, "the waiting reader was woken");
+    assert!(
+        count.0.load(Ordering::SeqCst) > 0,
+        "the waiting reader was woken"
+    );
     let poll = Pin::new(&mut a).poll_read(&mut Context::from_waker(&waker), &mut buf);
     assert!(matches!(poll, Poll::Ready(Ok(0))), "{poll:?}");
 }
@@ -161,7 +184,11 @@ fn dropping_a_socket_wakes_its_waiters() {
     let poll = Pin::new(&mut &a).poll_read(&mut Context::from_waker(&waker), &mut buf);
     assert!(poll.is_pending());
     drop(a);
-    assert_eq!(count.0.load(Ordering::SeqCst), 1, "the waiter learns the socket is gone");
+    assert_eq!(
+        count.0.load(Ordering::SeqCst),
+        1,
+        "the waiter learns the socket is gone"
+    );
 }
 
 #[test]
@@ -170,21 +197,36 @@ fn shutdown_fails_pending_io_and_later_polls() {
     let (mut a, _b) = UnixStream::pair().unwrap();
     let (count, waker) = count_waker();
     let mut buf = [0u8; 8];
-    assert!(Pin::new(&mut a).poll_read(&mut Context::from_waker(&waker), &mut buf).is_pending());
+    assert!(Pin::new(&mut a)
+        .poll_read(&mut Context::from_waker(&waker), &mut buf)
+        .is_pending());
     let mut sleep = Box::pin(time::sleep(Duration::from_secs(3600)));
-    assert!(sleep.as_mut().poll(&mut Context::from_waker(&waker)).is_pending());
+    assert!(sleep
+        .as_mut()
+        .poll(&mut Context::from_waker(&waker))
+        .is_pending());
     assert_eq!(reactor.pending_timers(), 1);
     reactor.shutdown();
-    assert_eq!(count.0.load(Ordering::SeqCst), 1, "pending I/O woken by shutdown");
+    assert_eq!(
+        count.0.load(Ordering::SeqCst),
+        1,
+        "pending I/O woken by shutdown"
+    );
     assert_eq!(reactor.pending_timers(), 0, "timer wakers dropped");
     match Pin::new(&mut a).poll_read(&mut Context::from_waker(&waker), &mut buf) {
         Poll::Ready(Err(e)) => assert!(e.to_string().contains("shut down"), "{e}"),
         other => panic!("expected a shutdown error, got {other:?}"),
     }
-    assert!(sleep.as_mut().poll(&mut Context::from_waker(&waker)).is_pending());
+    assert!(sleep
+        .as_mut()
+        .poll(&mut Context::from_waker(&waker))
+        .is_pending());
     let (fresh, _) = UnixStream::pair().unwrap();
     let r = Pin::new(&mut &fresh).poll_read(&mut Context::from_waker(&waker), &mut buf);
-    assert!(matches!(r, Poll::Ready(Err(_))), "new registrations fail after shutdown");
+    assert!(
+        matches!(r, Poll::Ready(Err(_))),
+        "new registrations fail after shutdown"
+    );
 }
 
 use std::future::Future;
@@ -277,7 +319,9 @@ fn idle_driver_handles_a_busy_drivers_readiness() {
     let mut a = UnixStream::from_std(a).unwrap();
     let (count, waker) = count_waker();
     let mut buf = [0u8; 8];
-    assert!(Pin::new(&mut a).poll_read(&mut Context::from_waker(&waker), &mut buf).is_pending());
+    assert!(Pin::new(&mut a)
+        .poll_read(&mut Context::from_waker(&waker), &mut buf)
+        .is_pending());
     assert_eq!(reactor.registered_sources(), 1);
     b.write_all(b"hi").unwrap();
     let helper = d.pop().unwrap();
@@ -289,7 +333,11 @@ fn idle_driver_handles_a_busy_drivers_readiness() {
         }
         helper.park(Some(Duration::from_secs(1)));
     }
-    assert_eq!(count.0.load(Ordering::SeqCst), 1, "driver 1 fired driver 0's event");
+    assert_eq!(
+        count.0.load(Ordering::SeqCst),
+        1,
+        "driver 1 fired driver 0's event"
+    );
     let r = Pin::new(&mut a).poll_read(&mut Context::from_waker(&waker), &mut buf);
     assert!(matches!(r, Poll::Ready(Ok(2))), "{r:?}");
     let mut rest = [0u8; 2];
@@ -304,7 +352,10 @@ fn idle_driver_fires_a_busy_drivers_timer() {
     context::set_current_p(Some(0));
     let (count, waker) = count_waker();
     let mut sleep = Box::pin(time::sleep(Duration::from_millis(20)));
-    assert!(sleep.as_mut().poll(&mut Context::from_waker(&waker)).is_pending());
+    assert!(sleep
+        .as_mut()
+        .poll(&mut Context::from_waker(&waker))
+        .is_pending());
     assert_eq!(d[0].next_timer(), Some(sleep.deadline()));
     let mut helper = d.pop().unwrap();
     for _ in 0..100 {
@@ -313,9 +364,16 @@ fn idle_driver_fires_a_busy_drivers_timer() {
         }
         helper.park(Some(Duration::from_secs(1)));
     }
-    assert_eq!(count.0.load(Ordering::SeqCst), 1, "driver 1 fired driver 0's timer");
+    assert_eq!(
+        count.0.load(Ordering::SeqCst),
+        1,
+        "driver 1 fired driver 0's timer"
+    );
     assert_eq!(reactor.pending_timers(), 0);
-    assert!(sleep.as_mut().poll(&mut Context::from_waker(&waker)).is_ready());
+    assert!(sleep
+        .as_mut()
+        .poll(&mut Context::from_waker(&waker))
+        .is_ready());
 }
 
 #[test]
@@ -328,4 +386,44 @@ fn unpark_makes_the_next_park_return() {
     let t = std::thread::spawn(move || u.unpark());
     d[0].park(None); // returns once the other thread unparks
     t.join().unwrap();
+}
+
+/// An always-ready read loop inside one task poll gets `Pending` (and a
+/// wake-up) after the 128-operation budget.
+#[test]
+fn budget_makes_an_always_ready_loop_yield() {
+    let (_r, _d, _g) = setup(1);
+    let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+    b.write_all(&[7u8; 1000]).unwrap();
+    let mut a = UnixStream::from_std(a).unwrap();
+    let (count, waker) = count_waker();
+    let mut cx = Context::from_waker(&waker);
+    let mut byte = [0u8; 1];
+    let reads = numa_rt_reactor::coop::budget(|| {
+        let mut n = 0;
+        while let Poll::Ready(r) = Pin::new(&mut a).poll_read(&mut cx, &mut byte) {
+            assert_eq!(r.unwrap(), 1);
+            n += 1;
+            assert!(n <= 1000, "the budget never ran out");
+        }
+        n
+    });
+    assert_eq!(reads, numa_rt_reactor::coop::BUDGET as usize);
+    assert_eq!(
+        count.0.load(Ordering::SeqCst),
+        1,
+        "the task was rescheduled"
+    );
+    // A past-deadline sleep counts too.
+    let past = std::time::Instant::now() - Duration::from_secs(1);
+    let ready = numa_rt_reactor::coop::budget(|| {
+        (0..200)
+            .filter(|_| {
+                Pin::new(&mut time::sleep_until(past))
+                    .poll(&mut cx)
+                    .is_ready()
+            })
+            .count()
+    });
+    assert_eq!(ready, numa_rt_reactor::coop::BUDGET as usize);
 }

@@ -42,7 +42,10 @@ const HANG_GUARD: Duration = Duration::from_secs(120);
 
 /// Polls `fut` to completion, parking `driver` whenever it is pending.
 pub fn block_on<F: Future>(driver: &mut Driver, fut: F) -> F::Output {
-    let flag = Arc::new(Flag { woken: AtomicBool::new(true), unparker: driver.unparker() });
+    let flag = Arc::new(Flag {
+        woken: AtomicBool::new(true),
+        unparker: driver.unparker(),
+    });
     let waker = Waker::from(flag.clone());
     let mut cx = Context::from_waker(&waker);
     let mut fut = pin!(fut);
