@@ -87,7 +87,11 @@ impl<T: AsyncRead> hyper::rt::Read for Io<T> {
 }
 
 impl<T: AsyncWrite> hyper::rt::Write for Io<T> {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         self.project().poll_write(cx, buf)
     }
 
