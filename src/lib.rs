@@ -1,2 +1,77 @@
-//! numa_rt: a NUMA-aware async runtime with Go's G/P/M scheduler (in progress).
+//! # numa_rt
+//!
+//! An async runtime that schedules Rust futures the way Go's runtime schedules
+//! goroutines — G's (tasks), P's (processors), M's (threads) — and goes where
+//! Go never went: Dmitry Vyukov's NUMA-aware design, with a netpoller and
+//! timers per processor, per-node run queues and thread pools, and stealing
+//! that prefers the local node.
+//!
+//! ```
+//! #[numa_rt::main(max_procs = 2)]
+//! async fn main() {
+//!     let handle = numa_rt::spawn(async { 6 * 7 });
+//!     assert_eq!(handle.await.unwrap(), 42);
+//!
+//!     // !Send work stays on this thread.
+//!     let rc = std::rc::Rc::new(5);
+//!     let local = numa_rt::spawn_local(async move { *rc + 1 });
+//!     assert_eq!(local.await.unwrap(), 6);
+//!
+//!     // Blocking work runs on threads that hold no processor.
+//!     let sum = numa_rt::spawn_blocking(|| (1..=10u64).sum::<u64>()).await.unwrap();
+//!     assert_eq!(sum, 55);
+//! }
+//! ```
+//!
+//! | Go | numa_rt |
+//! |----|---------|
+//! | `go f()` | [`spawn`] |
+//! | `runtime.LockOSThread` | [`spawn_local`] |
+//! | a blocking syscall (handoffp) | [`block_in_place`], [`spawn_blocking`] |
+//! | `runtime.Gosched` | [`task::yield_now`] |
+//! | GOMAXPROCS | [`Builder::max_procs`], `NUMA_RT_MAXPROCS` |
+//! | `GODEBUG=schedtrace` | [`Runtime::metrics`] (its `Display`) |
+//!
+//! The design is written down in `docs/architecture.md`.
+
+pub use numa_rt_executor::{
+    block_in_place, spawn, spawn_blocking, spawn_local, Builder, EnterGuard, Handle, JoinError, JoinHandle, Runtime,
+    TryCurrentError, MAXPROCS_ENV,
+};
 pub use numa_rt_macros::{main, test};
+
+/// Tasks: handles, errors, yielding.
+pub mod task {
+    pub use numa_rt_executor::task::{yield_now, Id, JoinError, JoinHandle};
+    pub use numa_rt_executor::{spawn, spawn_blocking, spawn_local};
+}
+
+/// Runtime metrics (per processor, per node, runtime-wide).
+pub mod metrics {
+    pub use numa_rt_executor::{NodeMetrics, ProcMetrics, RuntimeMetrics};
+}
+
+/// NUMA topology and placement.
+pub mod numa {
+    pub use numa_rt_executor::numa::{current_node, spawn_on};
+    pub use numa_rt_numa::{CpuSet, Node, NodeId, Topology, TopologyError};
+}
+
+/// Timers: each lives on the processor where it was created.
+pub mod time {
+    pub use numa_rt_reactor::time::*;
+}
+
+/// TCP, UDP and Unix sockets, registered with the poller of the processor
+/// that first polls them.
+pub mod net {
+    pub use numa_rt_reactor::net::*;
+}
+
+/// The cooperative budget (128 operations per task poll).
+pub mod coop {
+    pub use numa_rt_reactor::coop::{has_budget_remaining, poll_proceed};
+}
+
+#[cfg(feature = "hyper")]
+pub mod hyper;

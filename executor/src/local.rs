@@ -14,6 +14,7 @@
 use crate::loom::atomic::{AtomicBool, AtomicUsize, Ordering::*};
 use crate::loom::{Arc, Mutex};
 use crate::scheduler::Shared;
+use crate::task::registry::{Registry, Tracked};
 use crate::task::{CatchUnwind, Id, JoinHandle, Runnable, TaskMeta};
 use std::collections::VecDeque;
 use std::future::Future;
@@ -28,6 +29,9 @@ pub(crate) struct LocalQueue {
     /// Set under the lock by the owner when it ends; pushes after it do not queue.
     closed: AtomicBool,
     wake: OwnerWake,
+    /// The live pinned tasks of this thread, so that closing drops the
+    /// futures of idle ones too (see `task::registry`).
+    tasks: Arc<Registry>,
 }
 
 enum OwnerWake {
@@ -47,6 +51,7 @@ impl LocalQueue {
             len: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
             wake: OwnerWake::Machine { shared: Arc::downgrade(shared), machine_p: Arc::new(AtomicUsize::new(usize::MAX)) },
+            tasks: Registry::new(1),
         })
     }
 
@@ -58,6 +63,7 @@ impl LocalQueue {
             len: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
             wake: OwnerWake::Thread { thread: std::thread::current(), notified },
+            tasks: Registry::new(1),
         })
     }
 
@@ -131,8 +137,11 @@ impl LocalQueue {
         }
     }
 
-    /// Closes the queue and drops what is in it (on the owner thread).
+    /// Closes the queue and drops every pinned task's future: the queued
+    /// ones, then the idle ones (woken through the registry, their schedule
+    /// function finds the queue closed and drops them here, on the owner).
     pub(crate) fn close_and_drain(&self) {
+        debug_assert_eq!(std::thread::current().id(), self.owner);
         let drained: Vec<Runnable> = {
             let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
             self.closed.store(true, Relaxed);
@@ -140,6 +149,7 @@ impl LocalQueue {
             q.drain(..).collect()
         };
         drop(drained);
+        self.tasks.close_and_wake_all();
     }
 }
 
@@ -150,9 +160,14 @@ where
     F::Output: 'static,
 {
     let q = queue.clone();
+    let id = Id::next();
+    let slot = queue.tasks.reserve(id.as_u64());
+    let registry = queue.tasks.clone();
     let (runnable, task) = async_task::Builder::new()
-        .metadata(TaskMeta { id: Id::next() })
-        .spawn_local(move |_| CatchUnwind::new(future), move |r| q.push(r));
-    queue.push(runnable);
+        .metadata(TaskMeta { id })
+        .spawn_local(move |_| Tracked::new(CatchUnwind::new(future), registry, slot), move |r| q.push(r));
+    if queue.tasks.fill(&slot, runnable.waker()) {
+        queue.push(runnable);
+    }
     JoinHandle::new(task)
 }

@@ -137,6 +137,11 @@ impl RuntimeMetrics {
         self.shared.blocking.threads()
     }
 
+    /// Live `Send` tasks: spawned and not yet completed or dropped.
+    pub fn live_tasks(&self) -> usize {
+        self.shared.tasks.len()
+    }
+
     /// Tasks in all nodes' global queues.
     pub fn global_queue_depth(&self) -> usize {
         self.shared.nodes.iter().map(|n| n.inject.len()).sum()

@@ -20,6 +20,7 @@ use crate::builder::Config;
 use crate::context;
 use crate::loom::atomic::{fence, AtomicBool, AtomicUsize, Ordering::*};
 use crate::loom::{Arc, Mutex};
+use crate::task::registry::{Registry, Tracked};
 use crate::task::{CatchUnwind, Id, JoinHandle, Runnable, TaskMeta};
 use idle::Idle;
 use inject::Inject;
@@ -47,6 +48,8 @@ pub(crate) struct Shared {
     rr: AtomicUsize,
     /// The node this process starts on (random per process, Vyukov).
     pub(crate) start_node: usize,
+    /// Every live `Send` task, so shutdown can drop every pending future.
+    pub(crate) tasks: Arc<Registry>,
 }
 
 /// Per NUMA node state.
@@ -101,6 +104,7 @@ impl Shared {
             shutdown: AtomicBool::new(false),
             rr: AtomicUsize::new(0),
             start_node,
+            tasks: Registry::new(4 * nprocs),
         });
         for core in cores {
             let node = shared.procs[core.index].node;
@@ -128,12 +132,18 @@ impl Shared {
         F::Output: Send + 'static,
     {
         let shared = self.clone();
-        let (runnable, task) = async_task::Builder::new()
-            .metadata(TaskMeta { id: Id::next() })
-            .spawn(
-                move |_| CatchUnwind::new(future),
-                async_task::WithInfo(move |r, info: async_task::ScheduleInfo| shared.schedule(r, info.woken_while_running)),
-            );
+        let id = Id::next();
+        let slot = self.tasks.reserve(id.as_u64());
+        let registry = self.tasks.clone();
+        let (runnable, task) = async_task::Builder::new().metadata(TaskMeta { id }).spawn(
+            move |_| Tracked::new(CatchUnwind::new(future), registry, slot),
+            async_task::WithInfo(move |r, info: async_task::ScheduleInfo| shared.schedule(r, info.woken_while_running)),
+        );
+        if !self.tasks.fill(&slot, runnable.waker()) {
+            // Spawned after shutdown: dropping the runnable drops the future.
+            drop(runnable);
+            return JoinHandle::new(task);
+        }
         self.place_new(runnable, node);
         JoinHandle::new(task)
     }
@@ -249,14 +259,19 @@ impl Shared {
     /// is woken and exits. See `Runtime::shutdown_timeout` for the rest.
     pub(crate) fn begin_shutdown(&self) {
         self.shutdown.store(true, Release);
+        // Every live task is woken and, the flag being set, dropped by its
+        // schedule function — including idle tasks nobody else can reach.
+        self.tasks.close_and_wake_all();
         for p in self.procs.iter() {
             p.unparker.unpark();
         }
         self.machines.wake_pooled(&self.nodes);
     }
 
-    /// After every M has stopped: drops every task left in any queue.
+    /// After every M has stopped: drops every task left in any queue, and
+    /// every idle task (second registry pass, see `Registry::close_and_wake_all`).
     pub(crate) fn drain_all(&self) {
+        self.tasks.close_and_wake_all();
         let mut dropped = Vec::new();
         for p in self.procs.iter() {
             dropped.extend(p.inbox.drain());

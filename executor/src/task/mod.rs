@@ -15,6 +15,7 @@
 //! task completes with [`JoinError`] and never unwinds into a worker.
 
 mod join;
+pub(crate) mod registry;
 mod yield_now;
 
 pub use join::{JoinError, JoinHandle};
@@ -79,29 +80,10 @@ unsafe impl crate::queue::RawTask for Runnable {
     }
 }
 
-pin_project! {
-    /// Polls the inner future, catching a panic as `Err`.
-    pub(crate) struct CatchUnwind<F> {
-        #[pin]
-        future: F,
-    }
+/// Polls the inner future, catching a panic as `Err`.
+pub(crate) struct CatchUnwind<F> {
+    future: F,
 }
-
-/// A tiny pin projection so we need no extra crate.
-macro_rules! pin_project {
-    ($(#[$m:meta])* $v:vis struct $name:ident<$g:ident> { #[pin] $field:ident: $ty:ty, }) => {
-        $(#[$m])* $v struct $name<$g> { $field: $ty }
-        impl<$g> $name<$g> {
-            fn project(self: Pin<&mut Self>) -> Pin<&mut $ty> {
-                // SAFETY: structural pinning: the field is never moved out
-                // of a pinned `Self`, and `Self` has no Drop or Unpin impl
-                // that could move it.
-                unsafe { self.map_unchecked_mut(|s| &mut s.$field) }
-            }
-        }
-    };
-}
-use pin_project;
 
 impl<F> CatchUnwind<F> {
     pub(crate) fn new(future: F) -> Self {
@@ -113,7 +95,9 @@ impl<F: Future> Future for CatchUnwind<F> {
     type Output = Result<F::Output, Panic>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let fut = self.project();
+        // SAFETY: structural pinning: `future` is never moved out of a
+        // pinned `CatchUnwind`, which has no Drop impl.
+        let fut = unsafe { self.map_unchecked_mut(|s| &mut s.future) };
         match catch_unwind(AssertUnwindSafe(|| fut.poll(cx))) {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),

@@ -1,0 +1,142 @@
+//! The set of live tasks, so that shutdown can drop every pending future.
+//!
+//! async-task frees a pending task whose wakers and handle are all gone
+//! *without* dropping its future (nobody could ever poll it again). A runtime
+//! that promises "shutdown drops every pending future" must therefore keep a
+//! way to reach every live task: this registry holds one `Waker` per task
+//! (tokio's OwnedTasks plays the same role). At shutdown every task is woken;
+//! the schedule function, seeing shutdown, drops the `Runnable`, which drops
+//! the future.
+//!
+//! Each task's future is wrapped in [`Tracked`], which removes its entry
+//! when the future is dropped (on completion, abort or shutdown), so the
+//! registry holds exactly the tasks whose futures are alive. Entries are
+//! sharded by slot to keep spawns on different P's off each other's locks.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+
+const SHARDS: usize = 32;
+
+pub(crate) struct Registry {
+    shards: Box<[Mutex<Slab>]>,
+    /// Set by `close`: later insertions are refused (the task is dropped).
+    closed: std::sync::atomic::AtomicBool,
+}
+
+#[derive(Default)]
+struct Slab {
+    entries: Vec<Option<Waker>>,
+    free: Vec<usize>,
+}
+
+/// A reserved registry entry.
+#[derive(Clone, Copy)]
+pub(crate) struct Slot {
+    shard: usize,
+    index: usize,
+}
+
+impl Registry {
+    pub(crate) fn new(shards: usize) -> Arc<Registry> {
+        let n = shards.clamp(1, SHARDS);
+        Arc::new(Registry {
+            shards: (0..n).map(|_| Mutex::new(Slab::default())).collect(),
+            closed: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    /// Reserves an entry for a task about to be spawned (`hint` spreads
+    /// tasks over shards, e.g. the task id).
+    pub(crate) fn reserve(&self, hint: u64) -> Slot {
+        let shard = (hint as usize) % self.shards.len();
+        let mut s = self.shards[shard].lock().unwrap_or_else(|e| e.into_inner());
+        let index = match s.free.pop() {
+            Some(i) => i,
+            None => {
+                s.entries.push(None);
+                s.entries.len() - 1
+            }
+        };
+        Slot { shard, index }
+    }
+
+    /// Fills a reserved entry. Returns false if the registry is closed (the
+    /// caller drops the task).
+    pub(crate) fn fill(&self, slot: &Slot, waker: Waker) -> bool {
+        let mut s = self.shards[slot.shard].lock().unwrap_or_else(|e| e.into_inner());
+        // Checked under the shard lock that `close` also takes.
+        if self.closed.load(std::sync::atomic::Ordering::Relaxed) {
+            return false;
+        }
+        if let Some(e) = s.entries.get_mut(slot.index) {
+            *e = Some(waker);
+        }
+        true
+    }
+
+    fn remove(&self, slot: &Slot) {
+        let waker = {
+            let mut s = self.shards[slot.shard].lock().unwrap_or_else(|e| e.into_inner());
+            let w = s.entries.get_mut(slot.index).and_then(Option::take);
+            s.free.push(slot.index);
+            w
+        };
+        // Dropped outside the lock: dropping a waker may run task code.
+        drop(waker);
+    }
+
+    /// Live tasks (entries filled).
+    pub(crate) fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).entries.iter().flatten().count()).sum()
+    }
+
+    /// Closes the registry (later spawns are refused) and wakes every live
+    /// task (outside the locks), so that its schedule function drops it.
+    ///
+    /// Entries stay until their future is dropped: shutdown calls this again
+    /// once every M has stopped, for tasks that were in a run queue during
+    /// the first pass (a wake is a no-op then) and got polled back to idle by
+    /// an M that had not yet seen the shutdown flag.
+    pub(crate) fn close_and_wake_all(&self) {
+        let mut wakers = Vec::new();
+        for shard in self.shards.iter() {
+            let s = shard.lock().unwrap_or_else(|e| e.into_inner());
+            self.closed.store(true, std::sync::atomic::Ordering::Relaxed);
+            wakers.extend(s.entries.iter().flatten().cloned());
+        }
+        for w in wakers {
+            w.wake();
+        }
+    }
+}
+
+/// A task's future, tracked in a [`Registry`] until it is dropped.
+pub(crate) struct Tracked<F> {
+    future: F,
+    registry: Arc<Registry>,
+    slot: Slot,
+}
+
+impl<F> Tracked<F> {
+    pub(crate) fn new(future: F, registry: Arc<Registry>, slot: Slot) -> Self {
+        Tracked { future, registry, slot }
+    }
+}
+
+impl<F: Future> Future for Tracked<F> {
+    type Output = F::Output;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        // SAFETY: structural pinning of `future`: it is never moved out of a
+        // pinned `Tracked` (Drop below does not move it).
+        unsafe { self.map_unchecked_mut(|s| &mut s.future) }.poll(cx)
+    }
+}
+
+impl<F> Drop for Tracked<F> {
+    fn drop(&mut self) {
+        self.registry.remove(&self.slot);
+    }
+}

@@ -1,0 +1,52 @@
+//! Bad builder values and environment variables are clear errors.
+//! Environment variables are process-wide: all env cases run in one test.
+
+use numa_rt_executor::Builder;
+use std::io::ErrorKind;
+
+fn err_of(b: &mut Builder) -> std::io::Error {
+    b.build().map(drop).expect_err("build must fail")
+}
+
+#[test]
+fn bad_builder_values() {
+    let e = err_of(Builder::new().max_procs(0));
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    assert!(e.to_string().contains("max_procs"), "{e}");
+    let e = err_of(Builder::new().global_queue_interval(0));
+    assert!(e.to_string().contains("global_queue_interval"), "{e}");
+    let e = err_of(Builder::new().event_interval(0));
+    assert!(e.to_string().contains("event_interval"), "{e}");
+    let e = err_of(Builder::new().max_blocking_threads(0));
+    assert!(e.to_string().contains("max_blocking_threads"), "{e}");
+}
+
+#[test]
+fn env_vars() {
+    // SAFETY-free in edition 2021; this is the only test in this binary
+    // that touches the environment, so nothing reads it concurrently.
+    std::env::set_var("NUMA_RT_MAXPROCS", "abc");
+    let e = err_of(&mut Builder::new());
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    assert!(e.to_string().contains("NUMA_RT_MAXPROCS") && e.to_string().contains("abc"), "{e}");
+    std::env::set_var("NUMA_RT_MAXPROCS", "0");
+    let e = err_of(&mut Builder::new());
+    assert!(e.to_string().contains("NUMA_RT_MAXPROCS"), "{e}");
+    // The builder overrides the variable.
+    let rt = Builder::new().max_procs(1).build().unwrap();
+    assert_eq!(rt.metrics().num_procs(), 1);
+    drop(rt);
+    std::env::set_var("NUMA_RT_MAXPROCS", "3");
+    let rt = Builder::new().build().unwrap();
+    assert_eq!(rt.metrics().num_procs(), 3);
+    drop(rt);
+    std::env::remove_var("NUMA_RT_MAXPROCS");
+
+    std::env::set_var("NUMA_RT_TOPOLOGY", "0;0");
+    let e = err_of(&mut Builder::new());
+    assert!(e.to_string().contains("NUMA_RT_TOPOLOGY"), "{e}");
+    std::env::set_var("NUMA_RT_TOPOLOGY", "zz");
+    let e = err_of(&mut Builder::new());
+    assert!(e.to_string().contains("NUMA_RT_TOPOLOGY"), "{e}");
+    std::env::remove_var("NUMA_RT_TOPOLOGY");
+}

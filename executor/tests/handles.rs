@@ -1,0 +1,56 @@
+//! Handles work from foreign threads; entering; Handle::current outside.
+
+mod common;
+use common::rt;
+use numa_rt_executor::{spawn, Handle};
+
+#[test]
+fn handle_from_foreign_threads() {
+    let rt = rt(2);
+    let h = rt.handle().clone();
+    let threads: Vec<_> = (0..4u64)
+        .map(|i| {
+            let h = h.clone();
+            std::thread::spawn(move || {
+                let a = h.spawn(async move { i * 10 });
+                let b = h.block_on(async move { spawn(async move { i + 1 }).await.unwrap() });
+                h.block_on(a).unwrap() + b
+            })
+        })
+        .collect();
+    let sum: u64 = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    assert_eq!(sum, (0..4u64).map(|i| i * 10 + i + 1).sum());
+}
+
+#[test]
+fn enter_makes_spawn_work_on_a_plain_thread() {
+    let rt = rt(1);
+    let h = rt.handle().clone();
+    let out = std::thread::spawn(move || {
+        let _g = h.enter();
+        let j = spawn(async { 3 });
+        h.block_on(j).unwrap()
+    })
+    .join()
+    .unwrap();
+    assert_eq!(out, 3);
+}
+
+#[test]
+fn current_outside_a_runtime() {
+    assert!(Handle::try_current().is_err());
+    let err = std::panic::catch_unwind(Handle::current).unwrap_err();
+    let msg = common::panic_message(&*err);
+    assert!(msg.contains("not inside a numa_rt runtime"), "{msg}");
+}
+
+#[test]
+fn block_on_inside_a_task_panics_instead_of_hanging() {
+    let rt = rt(1);
+    let h = rt.handle().clone();
+    let err = rt.block_on(rt.spawn(async move { h.block_on(async {}) })).unwrap_err();
+    assert!(err.is_panic());
+    assert!(err.to_string().contains("Cannot block_on from inside a numa_rt worker thread"), "{err}");
+    // The worker survived.
+    assert_eq!(rt.block_on(rt.spawn(async { 2 })).unwrap(), 2);
+}

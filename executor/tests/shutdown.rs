@@ -1,0 +1,111 @@
+//! Shutdown stops every thread and drops every pending future.
+
+mod common;
+use common::{rt, DropCount, Forever, HANG};
+use numa_rt_executor::{spawn, spawn_local};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[test]
+fn drop_runtime_drops_every_pending_future() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let rt = rt(2);
+    const N: usize = 1_000;
+    let (tx, rx) = std::sync::mpsc::channel();
+    for i in 0..N {
+        let d = drops.clone();
+        let tx = tx.clone();
+        // Half are spawned from inside tasks (they sit in local queues or
+        // idle), half from outside.
+        if i % 2 == 0 {
+            drop(rt.spawn(async move {
+                tx.send(()).unwrap();
+                Forever(DropCount(d)).await
+            }));
+        } else {
+            drop(rt.spawn(async move {
+                drop(spawn(Forever(DropCount(d))));
+                tx.send(()).unwrap();
+            }));
+        }
+    }
+    for _ in 0..N {
+        rx.recv_timeout(HANG).unwrap();
+    }
+    // Plus tasks that never got polled at all.
+    for _ in 0..100 {
+        drop(rt.spawn(Forever(DropCount(drops.clone()))));
+    }
+    drop(rt);
+    assert_eq!(drops.load(Ordering::SeqCst), N + 100);
+}
+
+#[test]
+fn pinned_tasks_are_dropped_on_their_thread() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let rt = rt(2);
+    let d = drops.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    drop(rt.spawn(async move {
+        for _ in 0..10 {
+            let d = d.clone();
+            let rc = std::rc::Rc::new(());
+            drop(spawn_local(async move {
+                let _rc = rc;
+                Forever(DropCount(d)).await
+            }));
+        }
+        tx.send(()).unwrap();
+    }));
+    rx.recv_timeout(HANG).unwrap();
+    drop(rt);
+    assert_eq!(drops.load(Ordering::SeqCst), 10);
+}
+
+#[test]
+fn join_handle_of_a_dropped_task_reports_cancelled() {
+    let rt = rt(1);
+    let h = rt.spawn(std::future::pending::<()>());
+    drop(rt);
+    let err = futures::executor::block_on(h).unwrap_err();
+    assert!(err.is_cancelled());
+}
+
+#[test]
+fn shutdown_timeout_returns_with_a_stuck_task() {
+    let rt = rt(2);
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    drop(rt.spawn(async move {
+        started_tx.send(()).unwrap();
+        // A task that blocks its worker (bad, but must not hang shutdown).
+        let _ = release_rx.recv_timeout(Duration::from_secs(60));
+    }));
+    started_rx.recv_timeout(HANG).unwrap();
+    rt.shutdown_timeout(Duration::from_millis(50));
+    drop(release_tx); // lets the stuck worker finish and exit
+}
+
+#[test]
+fn threads_exit_on_drop() {
+    let stops = Arc::new(AtomicUsize::new(0));
+    let starts = Arc::new(AtomicUsize::new(0));
+    let (s1, s2) = (starts.clone(), stops.clone());
+    let rt = numa_rt_executor::Builder::new()
+        .max_procs(2)
+        .on_thread_start(move || {
+            s1.fetch_add(1, Ordering::SeqCst);
+        })
+        .on_thread_stop(move || {
+            s2.fetch_add(1, Ordering::SeqCst);
+        })
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        spawn(async {}).await.unwrap();
+    });
+    drop(rt);
+    assert_eq!(starts.load(Ordering::SeqCst), stops.load(Ordering::SeqCst));
+    assert!(starts.load(Ordering::SeqCst) >= 2);
+}

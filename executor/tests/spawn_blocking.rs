@@ -1,0 +1,53 @@
+//! spawn_blocking runs closures on threads without a P, with a cap.
+
+mod common;
+use common::{rt, HANG};
+use numa_rt_executor::{spawn_blocking, Builder};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+
+#[test]
+fn runs_off_the_workers_and_returns_the_value() {
+    let rt = rt(1);
+    let v = rt.block_on(async { spawn_blocking(|| std::thread::current().name().map(str::to_owned)).await.unwrap() });
+    assert!(v.is_some());
+}
+
+#[test]
+fn blocking_work_does_not_stall_tasks() {
+    // One P: if a blocking closure ran on it, the task below could not run.
+    let rt = rt(1);
+    rt.block_on(async {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let b = spawn_blocking(move || rx.recv_timeout(HANG).is_ok());
+        numa_rt_executor::spawn(async move { tx.send(()).unwrap() }).await.unwrap();
+        assert!(b.await.unwrap());
+    });
+}
+
+#[test]
+fn the_cap_is_respected() {
+    let rt = Builder::new().max_procs(1).max_blocking_threads(2).build().unwrap();
+    let running = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let gate = Arc::new(Barrier::new(2));
+    let hs: Vec<_> = (0..6)
+        .map(|_| {
+            let (running, peak, gate) = (running.clone(), peak.clone(), gate.clone());
+            rt.spawn_blocking(move || {
+                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                peak.fetch_max(now, Ordering::SeqCst);
+                // Pairs of closures meet here: needs two threads at once.
+                gate.wait();
+                running.fetch_sub(1, Ordering::SeqCst);
+            })
+        })
+        .collect();
+    rt.block_on(async {
+        for h in hs {
+            h.await.unwrap();
+        }
+    });
+    assert_eq!(peak.load(Ordering::SeqCst), 2);
+    assert!(rt.metrics().blocking_threads() <= 2);
+}
