@@ -29,3 +29,24 @@ mod sys;
 pub mod time;
 
 pub use driver::{Driver, Reactor, Unparker};
+
+#[cfg(test)]
+mod tests {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+
+    #[test]
+    fn handles_cross_threads() {
+        send_sync::<crate::Reactor>();
+        send_sync::<crate::Unparker>();
+        send::<crate::Driver>();
+        send_sync::<crate::time::Sleep>();
+        send_sync::<crate::time::Interval>();
+        send_sync::<crate::net::TcpStream>();
+        send_sync::<crate::net::TcpListener>();
+        send_sync::<crate::net::UdpSocket>();
+        send_sync::<crate::net::UnixStream>();
+        send_sync::<crate::net::UnixDatagram>();
+        send_sync::<crate::net::OwnedWriteHalf<crate::net::TcpStream>>();
+    }
+}

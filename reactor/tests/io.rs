@@ -427,3 +427,52 @@ fn budget_makes_an_always_ready_loop_yield() {
     });
     assert_eq!(ready, numa_rt_reactor::coop::BUDGET as usize);
 }
+
+/// Two threads, each holding one P and parking its driver: the server's
+/// sockets live on P 0, the clients' on P 1, and either M may dispatch the
+/// other's events. A lost wake-up shows up as a hang (the harness's guard).
+#[test]
+fn two_threads_two_drivers_echo() {
+    const N: usize = 50;
+    const ROUNDS: usize = 20;
+    let (reactor, d, _g) = setup(2);
+    let mut d = d.into_iter();
+    let (mut d0, mut d1) = (d.next().unwrap(), d.next().unwrap());
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let r0 = reactor.clone();
+    let server = std::thread::spawn(move || {
+        let _g = context::enter(&r0);
+        context::set_current_p(Some(0));
+        let listener = TcpListener::from_std(listener).unwrap();
+        block_on(&mut d0, async {
+            let mut handlers = FuturesUnordered::new();
+            for _ in 0..N {
+                let (s, _) = listener.accept().await.unwrap();
+                handlers.push(echo(s));
+            }
+            while handlers.next().await.is_some() {}
+        });
+    });
+    let r1 = reactor.clone();
+    let client = std::thread::spawn(move || {
+        let _g = context::enter(&r1);
+        context::set_current_p(Some(1));
+        block_on(&mut d1, async {
+            futures::future::join_all((0..N).map(|i| async move {
+                let mut s = TcpStream::connect(addr).await.unwrap();
+                for round in 0..ROUNDS {
+                    let msg = [(i + round) as u8; 64];
+                    s.write_all(&msg).await.unwrap();
+                    let mut back = [0u8; 64];
+                    s.read_exact(&mut back).await.unwrap();
+                    assert_eq!(back, msg);
+                }
+            }))
+            .await;
+        });
+    });
+    client.join().unwrap();
+    server.join().unwrap();
+    assert_eq!(reactor.registered_sources(), 0);
+}

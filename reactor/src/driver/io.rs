@@ -253,3 +253,90 @@ impl Slab {
         self.slots.iter().filter_map(|s| s.io.as_ref())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::task::Wake;
+
+    struct Noop;
+    impl Wake for Noop {
+        fn wake(self: Arc<Self>) {}
+    }
+
+    #[test]
+    fn slab_tokens_go_stale_when_a_slot_is_reused() {
+        let mut slab = Slab::default();
+        let a = slab.insert(Arc::new(ScheduledIo::new(Kind::Stream)));
+        assert!(slab.get(a).is_some());
+        assert!(slab.remove(a).is_some());
+        let b = slab.insert(Arc::new(ScheduledIo::new(Kind::Stream)));
+        assert_eq!(a & 0xffff_ffff, b & 0xffff_ffff, "the slot is reused");
+        assert!(slab.get(a).is_none(), "an old token no longer resolves");
+        assert!(slab.remove(a).is_none());
+        assert_eq!(slab.len(), 1);
+    }
+
+    #[test]
+    fn a_stale_would_block_does_not_erase_a_newer_event() {
+        let io = ScheduledIo::new(Kind::Stream);
+        let waker = Waker::from(Arc::new(Noop));
+        let mut cx = Context::from_waker(&waker);
+        let Poll::Ready(Ok(ev)) = io.poll_ready(&mut cx, Direction::Read) else {
+            panic!()
+        };
+        // An event arrives between the operation's WouldBlock and the clear.
+        io.set_readiness(READABLE, &mut Wakeups::default());
+        io.clear_readiness(ev);
+        assert!(
+            io.poll_ready(&mut cx, Direction::Read).is_ready(),
+            "the new event survives"
+        );
+        let Poll::Ready(Ok(ev)) = io.poll_ready(&mut cx, Direction::Read) else {
+            panic!()
+        };
+        io.clear_readiness(ev);
+        assert!(io.poll_ready(&mut cx, Direction::Read).is_pending());
+    }
+
+    #[test]
+    fn wakers_fire_writes_then_reads_then_accepts() {
+        use std::sync::Mutex as StdMutex;
+        struct Log(Arc<StdMutex<Vec<&'static str>>>, &'static str);
+        impl Wake for Log {
+            fn wake(self: Arc<Self>) {
+                self.0.lock().unwrap().push(self.1);
+            }
+        }
+        let log = Arc::new(StdMutex::new(Vec::new()));
+        let waker = |name| Waker::from(Arc::new(Log(log.clone(), name)));
+        let listener = ScheduledIo::new(Kind::Listener);
+        let stream = ScheduledIo::new(Kind::Stream);
+        // Start from "not ready" so the wakers get stored.
+        for (io, dir) in [
+            (&listener, Direction::Read),
+            (&stream, Direction::Read),
+            (&stream, Direction::Write),
+        ] {
+            let Poll::Ready(Ok(ev)) = io.poll_ready(&mut Context::from_waker(&waker("x")), dir)
+            else {
+                panic!()
+            };
+            io.clear_readiness(ev);
+        }
+        assert!(listener
+            .poll_ready(&mut Context::from_waker(&waker("accept")), Direction::Read)
+            .is_pending());
+        assert!(stream
+            .poll_ready(&mut Context::from_waker(&waker("read")), Direction::Read)
+            .is_pending());
+        assert!(stream
+            .poll_ready(&mut Context::from_waker(&waker("write")), Direction::Write)
+            .is_pending());
+        let mut out = Wakeups::default();
+        listener.set_readiness(READABLE, &mut out);
+        stream.set_readiness(READABLE | WRITABLE, &mut out);
+        out.fire();
+        assert_eq!(*log.lock().unwrap(), ["write", "read", "accept"]);
+    }
+}

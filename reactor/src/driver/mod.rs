@@ -351,11 +351,6 @@ pub struct Driver {
     timer_wakers: Vec<Waker>,
 }
 
-// SAFETY: `libc::epoll_event` is plain data (no pointers are dereferenced
-// through it), and every other field is Send; the buffers are only used by
-// the thread that currently owns the driver.
-unsafe impl Send for Driver {}
-
 /// Wakes the M parked in a [`Driver`]; cheap to clone, usable from any thread.
 #[derive(Clone)]
 pub struct Unparker {
