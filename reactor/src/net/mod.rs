@@ -20,9 +20,9 @@
 //! neither spins nor dies while descriptors are exhausted.
 
 mod split;
-mod tcp;
+pub mod tcp;
 mod udp;
-mod unix;
+pub mod unix;
 mod unix_datagram;
 
 use std::io;

@@ -1,4 +1,4 @@
-//! TCP: [`TcpListener`] and [`TcpStream`].
+//! TCP: [`TcpListener`], [`TcpStream`] and the stream's halves.
 
 use std::future::poll_fn;
 use std::io;
@@ -9,7 +9,7 @@ use std::task::{ready, Context, Poll};
 
 use mio::Interest;
 
-use super::split::{split_owned, OwnedReadHalf, OwnedWriteHalf, ReadHalf, WriteHalf};
+use super::split::split_owned;
 use super::{each_addr, stream_impls, AcceptBackoff};
 use crate::driver::io::{Direction, Kind};
 use crate::driver::registration::PollEvented;
@@ -200,13 +200,13 @@ impl TcpStream {
     }
 
     /// Borrowed read and write halves, usable concurrently in one task.
-    pub fn split(&mut self) -> (ReadHalf<'_, TcpStream>, WriteHalf<'_, TcpStream>) {
-        (ReadHalf(self), WriteHalf(self))
+    pub fn split(&mut self) -> (ReadHalf<'_>, WriteHalf<'_>) {
+        (super::split::ReadHalf(self), super::split::WriteHalf(self))
     }
 
     /// Owned halves that can move to different tasks; see [`OwnedWriteHalf`]
     /// (dropping it shuts the write direction down).
-    pub fn into_split(self) -> (OwnedReadHalf<TcpStream>, OwnedWriteHalf<TcpStream>) {
+    pub fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
         split_owned(Arc::new(self))
     }
 }
@@ -224,3 +224,14 @@ impl AsFd for TcpStream {
         self.io.get_ref().as_fd()
     }
 }
+
+/// The owned read half of a [`TcpStream`] (from [`TcpStream::into_split`]).
+pub type OwnedReadHalf = super::OwnedReadHalf<TcpStream>;
+/// The owned write half of a [`TcpStream`]; dropping it shuts writing down.
+pub type OwnedWriteHalf = super::OwnedWriteHalf<TcpStream>;
+/// The borrowed read half of a [`TcpStream`] (from [`TcpStream::split`]).
+pub type ReadHalf<'a> = super::ReadHalf<'a, TcpStream>;
+/// The borrowed write half of a [`TcpStream`].
+pub type WriteHalf<'a> = super::WriteHalf<'a, TcpStream>;
+/// Returned by `reunite` when the halves belong to different streams.
+pub type ReuniteError = super::ReuniteError<TcpStream>;

@@ -1,4 +1,4 @@
-//! Unix-domain streams: [`UnixListener`] and [`UnixStream`].
+//! Unix-domain streams: [`UnixListener`], [`UnixStream`] and the stream's halves.
 
 use std::future::poll_fn;
 use std::io;
@@ -11,7 +11,7 @@ use std::task::{ready, Context, Poll};
 
 use mio::Interest;
 
-use super::split::{split_owned, OwnedReadHalf, OwnedWriteHalf, ReadHalf, WriteHalf};
+use super::split::split_owned;
 use super::{stream_impls, AcceptBackoff};
 use crate::driver::io::{Direction, Kind};
 use crate::driver::registration::PollEvented;
@@ -146,12 +146,12 @@ impl UnixStream {
     }
 
     /// Borrowed read and write halves.
-    pub fn split(&mut self) -> (ReadHalf<'_, UnixStream>, WriteHalf<'_, UnixStream>) {
-        (ReadHalf(self), WriteHalf(self))
+    pub fn split(&mut self) -> (ReadHalf<'_>, WriteHalf<'_>) {
+        (super::split::ReadHalf(self), super::split::WriteHalf(self))
     }
 
     /// Owned halves; dropping the write half shuts writing down.
-    pub fn into_split(self) -> (OwnedReadHalf<UnixStream>, OwnedWriteHalf<UnixStream>) {
+    pub fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
         split_owned(Arc::new(self))
     }
 }
@@ -169,3 +169,14 @@ impl AsFd for UnixStream {
         self.io.get_ref().as_fd()
     }
 }
+
+/// The owned read half of a [`UnixStream`] (from [`UnixStream::into_split`]).
+pub type OwnedReadHalf = super::OwnedReadHalf<UnixStream>;
+/// The owned write half of a [`UnixStream`]; dropping it shuts writing down.
+pub type OwnedWriteHalf = super::OwnedWriteHalf<UnixStream>;
+/// The borrowed read half of a [`UnixStream`] (from [`UnixStream::split`]).
+pub type ReadHalf<'a> = super::ReadHalf<'a, UnixStream>;
+/// The borrowed write half of a [`UnixStream`].
+pub type WriteHalf<'a> = super::WriteHalf<'a, UnixStream>;
+/// Returned by `reunite` when the halves belong to different streams.
+pub type ReuniteError = super::ReuniteError<UnixStream>;
