@@ -14,7 +14,7 @@ use syn::ext::IdentExt;
 use syn::parse::{Parse, ParseStream, Parser};
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
-use syn::{Attribute, Expr, Ident, ItemFn, Lit, LitStr, Path, ReturnType, Token, UnOp};
+use syn::{AttrStyle, Attribute, Expr, Ident, ItemFn, Lit, LitStr, Path, ReturnType, Token, UnOp};
 
 /// The argument names both attributes accept, in the order the error message lists them.
 const KNOWN_ARGS: &[&str] = &["max_procs", "topology", "global_queue_interval", "crate"];
@@ -390,13 +390,14 @@ fn output_type(ret: &ReturnType) -> TokenStream {
     }
 }
 
-/// Whether `tokens` mention `impl` anywhere (`-> impl Trait`): such a type can't be written in a
-/// `let` or a `dyn Future<Output = ..>`, so the body's output is then left to inference.
-fn mentions_impl(tokens: TokenStream) -> bool {
+/// Whether the return type can't be named inside the function: it mentions `impl` (`-> impl
+/// Trait`) or `!` (unstable outside a return type). The body's output is then left to inference.
+fn unnameable(tokens: TokenStream) -> bool {
     tokens.into_iter().any(|tt| match tt {
         TokenTree::Ident(i) => i == "impl",
-        TokenTree::Group(g) => mentions_impl(g.stream()),
-        _ => false,
+        TokenTree::Punct(p) => p.as_char() == '!',
+        TokenTree::Group(g) => unnameable(g.stream()),
+        TokenTree::Literal(_) => false,
     })
 }
 
@@ -438,24 +439,41 @@ fn expand_fn(kind: Kind, config: &Config, func: ItemFn) -> TokenStream {
         block,
     } = func;
     sig.asyncness = None;
+    // syn keeps the body's inner attributes (`#![allow(..)]`) with the outer ones; they go back
+    // inside the function.
+    let (outer, inner): (Vec<_>, Vec<_>) = attrs
+        .into_iter()
+        .partition(|a| matches!(a.style, AttrStyle::Outer));
+    let stmts = &block.stmts;
     // Mixed-site hygiene: the user's body can't see or shadow these names.
     let rt = Ident::new("rt", Span::mixed_site());
     let body = Ident::new("body", Span::mixed_site());
-    let ret = Ident::new("ret", Span::mixed_site());
     let output = output_type(&sig.output);
-    let typed = !mentions_impl(output.clone());
+    // Spanned at the return type, so "return type inferred to be `R` here" points at the signature.
+    // (Plain user hygiene is safe: no user code is in this binding's scope.)
+    let ret_span = match &sig.output {
+        ReturnType::Default => Span::call_site(),
+        ReturnType::Type(_, ty) => ty.span(),
+    };
+    let ret = Ident::new("ret", ret_span);
+    let typed = !unnameable(output.clone());
     let runtime = runtime_expr(config);
 
-    // The body's `?` and `return` leave the async block, so its output type is the function's
-    // return type; binding the block to a `let` of that type pins it down for inference and makes
-    // a wrong tail expression an error at the user's expression. `return` (a statement, which can
-    // carry attributes) so a diverging body, e.g. a server's `loop {}`, doesn't warn here.
+    // The body's `?` and `return` leave the async block, so its output type must be the function's
+    // return type. A `return` of that type ahead of the body (never taken) fixes it up front, for
+    // inference and for errors at the user's expressions. The body's statements follow as they
+    // are, its last expression the block's value: a diverging body (a server's `loop {}`) or a
+    // panicking test then triggers no lint about code the user didn't write.
     let async_body = if typed {
+        let fix_output = quote_spanned! {ret_span=>
+            if let ::core::option::Option::Some(#ret) = ::core::option::Option::<#output>::None {
+                return #ret;
+            }
+        };
         quote! {
             async move {
-                let #ret: #output = #block;
-                #[allow(unreachable_code, clippy::needless_return, clippy::let_and_return)]
-                return #ret;
+                #fix_output
+                #(#stmts)*
             }
         }
     } else {
@@ -478,8 +496,9 @@ fn expand_fn(kind: Kind, config: &Config, func: ItemFn) -> TokenStream {
     // The runtime is created first so that it is dropped last, after the (pinned) body.
     quote! {
         #test_attr
-        #(#attrs)*
+        #(#outer)*
         #vis #sig {
+            #(#inner)*
             let #rt = #runtime;
             let #body = #async_body;
             #erase
@@ -495,6 +514,7 @@ fn stand_in(kind: Kind, func: &ItemFn) -> TokenStream {
     let attrs = func
         .attrs
         .iter()
+        .filter(|a| matches!(a.style, AttrStyle::Outer))
         .filter(|a| !(kind == Kind::Test && is_test_attr(a)));
     let vis = &func.vis;
     let ident = &func.sig.ident;
@@ -694,7 +714,14 @@ mod tests {
         assert!(out.contains(&squash(
             r#"::numa_rt::Runtime::new().expect("failed to build the numa_rt runtime")"#
         )));
-        assert!(out.contains(&squash("async move { let ret: () = { work().await; };")));
+        assert!(out.contains(&squash(
+            "async move {
+                if let ::core::option::Option::Some(ret) = ::core::option::Option::<()>::None {
+                    return ret;
+                }
+                work().await;
+            }"
+        )));
         assert!(out.contains(&squash("rt.block_on(body)")));
         assert!(out.starts_with("fnmain(){"), "{out}");
     }
@@ -742,7 +769,7 @@ mod tests {
             "{out}"
         );
         assert!(
-            out.contains("letret:Result<(),Box<dynstd::error::Error>>={Ok(())};"),
+            out.contains("::core::option::Option::<Result<(),Box<dynstd::error::Error>>>::None{returnret;}Ok(())}"),
             "{out}"
         );
     }
@@ -753,6 +780,21 @@ mod tests {
         assert!(errors(&out).is_empty());
         let out = squash(&out);
         assert!(out.contains("letbody=asyncmove{1};"), "{out}");
+    }
+
+    #[test]
+    fn never_return_is_left_to_inference() {
+        let out = squash(&main_str("", "async fn run() -> ! { loop {} }"));
+        assert!(out.contains("letbody=asyncmove{loop{}};"), "{out}");
+    }
+
+    #[test]
+    fn inner_attributes_stay_inside() {
+        let out = squash(&main_str(
+            "",
+            "async fn main() { #![allow(unused)] let x = 1; }",
+        ));
+        assert!(out.starts_with("fnmain(){#![allow(unused)]letrt="), "{out}");
     }
 
     #[test]

@@ -19,8 +19,11 @@
 //! fn main() {
 //!     let rt = ::numa_rt::Runtime::new().expect("failed to build the numa_rt runtime");
 //!     let body = async move {
-//!         let ret: () = { /* the original body */ };
-//!         return ret;
+//!         // Never taken: fixes the block's output type to the declared return type.
+//!         if let Some(ret) = None::<()> {
+//!             return ret;
+//!         }
+//!         /* the original body's statements */
 //!     };
 //!     rt.block_on(body)
 //! }
