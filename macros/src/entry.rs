@@ -450,12 +450,13 @@ fn expand_fn(kind: Kind, config: &Config, func: ItemFn) -> TokenStream {
     let body = Ident::new("body", Span::mixed_site());
     let output = output_type(&sig.output);
     // Spanned at the return type, so "return type inferred to be `R` here" points at the signature.
-    // (Plain user hygiene is safe: no user code is in this binding's scope.)
+    // (Plain user hygiene is safe: no user code is in this binding's scope; the unusual name keeps a
+    // constant the user might have called `ret` from turning the pattern into a comparison.)
     let ret_span = match &sig.output {
         ReturnType::Default => Span::call_site(),
         ReturnType::Type(_, ty) => ty.span(),
     };
-    let ret = Ident::new("ret", ret_span);
+    let ret = Ident::new("__numa_rt_ret", ret_span);
     let typed = !unnameable(output.clone());
     let runtime = runtime_expr(config);
 
@@ -716,8 +717,8 @@ mod tests {
         )));
         assert!(out.contains(&squash(
             "async move {
-                if let ::core::option::Option::Some(ret) = ::core::option::Option::<()>::None {
-                    return ret;
+                if let ::core::option::Option::Some(__numa_rt_ret) = ::core::option::Option::<()>::None {
+                    return __numa_rt_ret;
                 }
                 work().await;
             }"
@@ -769,7 +770,7 @@ mod tests {
             "{out}"
         );
         assert!(
-            out.contains("::core::option::Option::<Result<(),Box<dynstd::error::Error>>>::None{returnret;}Ok(())}"),
+            out.contains("::core::option::Option::<Result<(),Box<dynstd::error::Error>>>::None{return__numa_rt_ret;}Ok(())}"),
             "{out}"
         );
     }

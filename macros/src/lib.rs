@@ -20,8 +20,8 @@
 //!     let rt = ::numa_rt::Runtime::new().expect("failed to build the numa_rt runtime");
 //!     let body = async move {
 //!         // Never taken: fixes the block's output type to the declared return type.
-//!         if let Some(ret) = None::<()> {
-//!             return ret;
+//!         if let Some(__numa_rt_ret) = None::<()> {
+//!             return __numa_rt_ret;
 //!         }
 //!         /* the original body's statements */
 //!     };
