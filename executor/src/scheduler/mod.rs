@@ -68,7 +68,8 @@ impl Shared {
     pub(crate) fn build(config: Config, topology: Topology, node_of_p: Vec<usize>, start_node: usize) -> std::io::Result<Arc<Shared>> {
         let nprocs = node_of_p.len();
         let nnodes = topology.nodes().len();
-        let reactor = Reactor::new(nprocs)?;
+        // Idle P's help (drain the pollers of) busy P's of their own node only.
+        let reactor = Reactor::with_nodes(&node_of_p)?;
         let mut cores = Vec::with_capacity(nprocs);
         let mut procs = Vec::with_capacity(nprocs);
         for (i, &node) in node_of_p.iter().enumerate() {
