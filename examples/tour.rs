@@ -17,22 +17,33 @@ use std::time::Duration;
 async fn main() -> std::io::Result<()> {
     let handle = numa_rt::Handle::current();
     let topo = handle.topology();
-    println!("== numa_rt: {} processor(s) on {} node(s)", handle.metrics().num_procs(), topo.nodes().len());
+    println!(
+        "== numa_rt: {} processor(s) on {} node(s)",
+        handle.metrics().num_procs(),
+        topo.nodes().len()
+    );
     for n in topo.nodes() {
         println!("   {}: CPUs {}", n.id(), n.cpus());
     }
 
     // 1. Spawning: 10,000 tasks, each a G with its own future.
     let t0 = Instant::now();
-    let handles: Vec<_> = (0..10_000u64).map(|i| numa_rt::spawn(async move { i * i })).collect();
+    let handles: Vec<_> = (0..10_000u64)
+        .map(|i| numa_rt::spawn(async move { i * i }))
+        .collect();
     let mut sum = 0u64;
     for h in handles {
         sum += h.await.expect("task panicked");
     }
-    println!("== spawned and joined 10,000 tasks in {:?} (sum of squares {sum})", t0.elapsed());
+    println!(
+        "== spawned and joined 10,000 tasks in {:?} (sum of squares {sum})",
+        t0.elapsed()
+    );
 
     // 2. A panicking task does not take its worker down.
-    let err = numa_rt::spawn(async { panic!("on purpose") }).await.unwrap_err();
+    let err = numa_rt::spawn(async { panic!("on purpose") })
+        .await
+        .unwrap_err();
     println!("== a panicking task gave: {err}");
 
     // 3. spawn_local: a !Send future (Rc) pinned to this thread.
@@ -49,17 +60,28 @@ async fn main() -> std::io::Result<()> {
     for h in locals {
         h.await.unwrap();
     }
-    println!("== spawn_local: three pinned tasks shared an Rc (total {})", shared.get());
+    println!(
+        "== spawn_local: three pinned tasks shared an Rc (total {})",
+        shared.get()
+    );
 
     // 4. Blocking work: spawn_blocking runs on threads that hold no processor.
-    let digest = numa_rt::spawn_blocking(|| (0..5_000_000u64).fold(0u64, |a, x| a.wrapping_mul(31).wrapping_add(x))).await.unwrap();
+    let digest = numa_rt::spawn_blocking(|| {
+        (0..5_000_000u64).fold(0u64, |a, x| a.wrapping_mul(31).wrapping_add(x))
+    })
+    .await
+    .unwrap();
     println!("== spawn_blocking computed {digest:#x} off the workers");
 
     // 5. Timers live on the processor that creates them.
     let t0 = Instant::now();
     sleep(Duration::from_millis(20)).await;
     let late = timeout(Duration::from_millis(10), sleep(Duration::from_secs(10))).await;
-    println!("== slept 20 ms (took {:?}); a 10 ms timeout on a 10 s sleep gave {:?}", t0.elapsed(), late.map(|_| ()));
+    println!(
+        "== slept 20 ms (took {:?}); a 10 ms timeout on a 10 s sleep gave {:?}",
+        t0.elapsed(),
+        late.map(|_| ())
+    );
 
     // 6. TCP: an echo server; each accepted connection is a root task, spread
     //    round-robin over the processors.
@@ -91,7 +113,10 @@ async fn main() -> std::io::Result<()> {
     // 7. NUMA placement: a task that starts on the last node.
     let last = topo.nodes().len() - 1;
     let ran_on = spawn_on(last, async { current_node() }).await.unwrap();
-    println!("== spawn_on(node{last}) ran on {:?}", ran_on.map(|n| n.to_string()));
+    println!(
+        "== spawn_on(node{last}) ran on {:?}",
+        ran_on.map(|n| n.to_string())
+    );
 
     // 8. Metrics: per processor and Go's schedtrace line.
     let m = handle.metrics();

@@ -35,8 +35,8 @@
 //! The design is written down in `docs/architecture.md`.
 
 pub use numa_rt_executor::{
-    block_in_place, spawn, spawn_blocking, spawn_local, Builder, EnterGuard, Handle, JoinError, JoinHandle, Runtime,
-    TryCurrentError, MAXPROCS_ENV,
+    block_in_place, spawn, spawn_blocking, spawn_local, Builder, EnterGuard, Handle, JoinError,
+    JoinHandle, Runtime, TryCurrentError, MAXPROCS_ENV,
 };
 pub use numa_rt_macros::{main, test};
 

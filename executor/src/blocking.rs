@@ -67,7 +67,11 @@ impl BlockingPool {
     }
 
     pub(crate) fn threads(&self) -> usize {
-        self.inner.state.lock().unwrap_or_else(|e| e.into_inner()).threads
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .threads
     }
 
     pub(crate) fn spawn<F, R>(&self, f: F) -> JoinHandle<R>
@@ -78,7 +82,10 @@ impl BlockingPool {
         let inner = self.inner.clone();
         let (runnable, task) = async_task::Builder::new()
             .metadata(TaskMeta { id: Id::next() })
-            .spawn(move |_| CatchUnwind::new(Blocking(Some(f))), move |r| Inner::schedule(&inner, r));
+            .spawn(
+                move |_| CatchUnwind::new(Blocking(Some(f))),
+                move |r| Inner::schedule(&inner, r),
+            );
         runnable.schedule();
         JoinHandle::new(task)
     }
@@ -92,13 +99,21 @@ impl BlockingPool {
         self.inner.work.notify_all();
         while st.threads > 0 {
             st = match deadline {
-                None => self.inner.exited.wait(st).unwrap_or_else(|e| e.into_inner()),
+                None => self
+                    .inner
+                    .exited
+                    .wait(st)
+                    .unwrap_or_else(|e| e.into_inner()),
                 Some(d) => {
                     let now = Instant::now();
                     if now >= d {
                         break;
                     }
-                    self.inner.exited.wait_timeout(st, d - now).unwrap_or_else(|e| e.into_inner()).0
+                    self.inner
+                        .exited
+                        .wait_timeout(st, d - now)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
                 }
             };
         }
@@ -143,7 +158,11 @@ impl Inner {
     }
 
     fn run(self: Arc<Inner>) {
-        let handle = self.shared.get().and_then(|w| w.upgrade()).map(|shared| Handle { shared });
+        let handle = self
+            .shared
+            .get()
+            .and_then(|w| w.upgrade())
+            .map(|shared| Handle { shared });
         let _enter = handle.map(context::enter);
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         loop {
@@ -157,7 +176,10 @@ impl Inner {
                 break;
             }
             st.idle += 1;
-            let (s, t) = self.work.wait_timeout(st, self.keep_alive).unwrap_or_else(|e| e.into_inner());
+            let (s, t) = self
+                .work
+                .wait_timeout(st, self.keep_alive)
+                .unwrap_or_else(|e| e.into_inner());
             st = s;
             st.idle -= 1;
             if t.timed_out() && st.queue.is_empty() {
@@ -196,7 +218,9 @@ where
 {
     context::with_worker(|w| {
         let Some(w) = w else { return };
-        let Some(core) = w.core.borrow_mut().take() else { return };
+        let Some(core) = w.core.borrow_mut().take() else {
+            return;
+        };
         let shared = w.shared.clone();
         match machine::handoff(&shared, core) {
             Ok(()) => {

@@ -161,16 +161,24 @@ impl Builder {
     pub fn build(&mut self) -> io::Result<Runtime> {
         let invalid = |msg: String| io::Error::new(io::ErrorKind::InvalidInput, msg);
         if self.max_procs == Some(0) {
-            return Err(invalid("Builder::max_procs must be at least 1, got 0".into()));
+            return Err(invalid(
+                "Builder::max_procs must be at least 1, got 0".into(),
+            ));
         }
         if self.global_queue_interval == 0 {
-            return Err(invalid("Builder::global_queue_interval must be at least 1, got 0".into()));
+            return Err(invalid(
+                "Builder::global_queue_interval must be at least 1, got 0".into(),
+            ));
         }
         if self.event_interval == 0 {
-            return Err(invalid("Builder::event_interval must be at least 1, got 0".into()));
+            return Err(invalid(
+                "Builder::event_interval must be at least 1, got 0".into(),
+            ));
         }
         if self.max_blocking_threads == 0 {
-            return Err(invalid("Builder::max_blocking_threads must be at least 1, got 0".into()));
+            return Err(invalid(
+                "Builder::max_blocking_threads must be at least 1, got 0".into(),
+            ));
         }
         let max_procs = match self.max_procs {
             Some(n) => n,
@@ -186,7 +194,10 @@ impl Builder {
                 None => Topology::discover()?,
             },
         };
-        let node_of_p: Vec<usize> = numa_rt_numa::partition_procs(&topology, max_procs).into_iter().map(usize::from).collect();
+        let node_of_p: Vec<usize> = numa_rt_numa::partition_procs(&topology, max_procs)
+            .into_iter()
+            .map(usize::from)
+            .collect();
         let start_node = usize::from(numa_rt_numa::random_start_node(topology.nodes().len()));
         let config = Config {
             thread_name: self.thread_name.clone(),
@@ -207,16 +218,24 @@ impl Builder {
 /// Reads `NUMA_RT_MAXPROCS`: unset or empty is `None`; anything but a whole
 /// number ≥ 1 is an error naming the variable and the value.
 fn maxprocs_from_env() -> io::Result<Option<usize>> {
-    let Some(v) = std::env::var_os(MAXPROCS_ENV) else { return Ok(None) };
+    let Some(v) = std::env::var_os(MAXPROCS_ENV) else {
+        return Ok(None);
+    };
     let s = v.to_string_lossy();
     let t = s.trim();
     if t.is_empty() {
         return Ok(None);
     }
     match t.parse::<usize>() {
-        Ok(0) => Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{MAXPROCS_ENV}={s:?} is invalid: the number of processors must be at least 1"))),
+        Ok(0) => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{MAXPROCS_ENV}={s:?} is invalid: the number of processors must be at least 1"),
+        )),
         Ok(n) => Ok(Some(n)),
-        Err(e) => Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{MAXPROCS_ENV}={s:?} is invalid: expected a whole number of processors ({e})"))),
+        Err(e) => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{MAXPROCS_ENV}={s:?} is invalid: expected a whole number of processors ({e})"),
+        )),
     }
 }
 

@@ -23,7 +23,12 @@ pub(crate) struct Worker {
 
 impl Worker {
     pub(crate) fn new(shared: Arc<Shared>, machine: Arc<Machine>) -> Self {
-        Worker { shared, machine, core: RefCell::new(None), in_driver: Cell::new(false) }
+        Worker {
+            shared,
+            machine,
+            core: RefCell::new(None),
+            in_driver: Cell::new(false),
+        }
     }
 }
 
@@ -52,7 +57,11 @@ impl Drop for WorkerGuard {
 pub(crate) fn enter_worker(worker: &Worker) -> WorkerGuard {
     WORKER.with(|w| w.set(worker));
     LOCAL.with(|l| *l.borrow_mut() = Some(worker.machine.local.clone()));
-    WorkerGuard { _handle: enter(Handle { shared: worker.shared.clone() }) }
+    WorkerGuard {
+        _handle: enter(Handle {
+            shared: worker.shared.clone(),
+        }),
+    }
 }
 
 /// Runs `f` with this thread's worker, if any.
@@ -90,7 +99,11 @@ pub(crate) fn with_core<R>(
 /// The P held by this thread, if it is a worker of `shared` holding one.
 pub(crate) fn current_p_of(shared: &Arc<Shared>) -> Option<usize> {
     with_worker(|w| match w {
-        Some(w) if ptr::eq(&*w.shared, &**shared) => w.core.try_borrow().ok().and_then(|c| c.as_ref().map(|c| c.index)),
+        Some(w) if ptr::eq(&*w.shared, &**shared) => w
+            .core
+            .try_borrow()
+            .ok()
+            .and_then(|c| c.as_ref().map(|c| c.index)),
         _ => None,
     })
 }
@@ -124,7 +137,11 @@ pub struct EnterGuard {
 pub(crate) fn enter(handle: Handle) -> EnterGuard {
     let reactor = numa_rt_reactor::context::enter(&handle.shared.reactor);
     let prev = HANDLE.with(|h| h.borrow_mut().replace(handle));
-    EnterGuard { prev, _reactor: reactor, _not_send: std::marker::PhantomData }
+    EnterGuard {
+        prev,
+        _reactor: reactor,
+        _not_send: std::marker::PhantomData,
+    }
 }
 
 impl Drop for EnterGuard {

@@ -36,9 +36,15 @@ pub(crate) struct LocalQueue {
 
 enum OwnerWake {
     /// An M: wake the driver of the P it holds.
-    Machine { shared: std::sync::Weak<Shared>, machine_p: Arc<AtomicUsize> },
+    Machine {
+        shared: std::sync::Weak<Shared>,
+        machine_p: Arc<AtomicUsize>,
+    },
     /// A thread in `block_on`.
-    Thread { thread: Thread, notified: std::sync::Arc<AtomicBool> },
+    Thread {
+        thread: Thread,
+        notified: std::sync::Arc<AtomicBool>,
+    },
 }
 
 impl LocalQueue {
@@ -50,7 +56,10 @@ impl LocalQueue {
             queue: Mutex::new(VecDeque::new()),
             len: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
-            wake: OwnerWake::Machine { shared: Arc::downgrade(shared), machine_p: Arc::new(AtomicUsize::new(usize::MAX)) },
+            wake: OwnerWake::Machine {
+                shared: Arc::downgrade(shared),
+                machine_p: Arc::new(AtomicUsize::new(usize::MAX)),
+            },
             tasks: Registry::new(1),
         })
     }
@@ -62,7 +71,10 @@ impl LocalQueue {
             queue: Mutex::new(VecDeque::new()),
             len: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
-            wake: OwnerWake::Thread { thread: std::thread::current(), notified },
+            wake: OwnerWake::Thread {
+                thread: std::thread::current(),
+                notified,
+            },
             tasks: Registry::new(1),
         })
     }
@@ -165,7 +177,10 @@ where
     let registry = queue.tasks.clone();
     let (runnable, task) = async_task::Builder::new()
         .metadata(TaskMeta { id })
-        .spawn_local(move |_| Tracked::new(CatchUnwind::new(future), registry, slot), move |r| q.push(r));
+        .spawn_local(
+            move |_| Tracked::new(CatchUnwind::new(future), registry, slot),
+            move |r| q.push(r),
+        );
     if queue.tasks.fill(&slot, runnable.waker()) {
         queue.push(runnable);
     }

@@ -27,7 +27,10 @@ pub(crate) fn bind_machine(shared: &Arc<Shared>, node: usize, first_p: Option<us
         let k = first_p.map_or(0, |p| p - shared.nodes[node].procs.start);
         if let Some(&cpu) = cpus.get(k % cpus.len().max(1)) {
             if !numa_rt_numa::sys::pin_to_core(cpu) {
-                report("pinning a worker to a core", std::io::Error::other(format!("core {cpu}")));
+                report(
+                    "pinning a worker to a core",
+                    std::io::Error::other(format!("core {cpu}")),
+                );
             }
         }
     } else if let Err(e) = numa_rt_numa::sys::set_thread_affinity(n.cpus()) {
@@ -71,7 +74,10 @@ impl Handle {
     {
         let node: usize = node.into().into();
         let n = self.shared.nodes.len();
-        assert!(node < n, "numa_rt::numa::spawn_on: node {node} does not exist (the runtime has {n} node(s))");
+        assert!(
+            node < n,
+            "numa_rt::numa::spawn_on: node {node} does not exist (the runtime has {n} node(s))"
+        );
         self.shared.spawn(future, Some(node))
     }
 }

@@ -63,7 +63,10 @@ pub(crate) struct Steal<T: RawTask> {
 
 impl<T: RawTask> Clone for Steal<T> {
     fn clone(&self) -> Self {
-        Steal { inner: self.inner.clone(), _marker: std::marker::PhantomData }
+        Steal {
+            inner: self.inner.clone(),
+            _marker: std::marker::PhantomData,
+        }
     }
 }
 
@@ -77,15 +80,26 @@ unsafe impl<T: RawTask + Send> Sync for Steal<T> {}
 
 /// Creates a queue: the owner's end and a thief's end.
 pub(crate) fn new<T: RawTask>() -> (Local<T>, Steal<T>) {
-    let buf = (0..CAPACITY).map(|_| AtomicPtr::new(ptr::null_mut())).collect();
+    let buf = (0..CAPACITY)
+        .map(|_| AtomicPtr::new(ptr::null_mut()))
+        .collect();
     let inner = Arc::new(Inner {
         head: AtomicU32::new(0),
         tail: AtomicU32::new(0),
         buf,
         runnext: AtomicPtr::new(ptr::null_mut()),
     });
-    let local = Local { inner: inner.clone(), _marker: std::marker::PhantomData };
-    (local, Steal { inner, _marker: std::marker::PhantomData })
+    let local = Local {
+        inner: inner.clone(),
+        _marker: std::marker::PhantomData,
+    };
+    (
+        local,
+        Steal {
+            inner,
+            _marker: std::marker::PhantomData,
+        },
+    )
 }
 
 /// Where a `push_back` that found the ring full sends half of it.
@@ -156,7 +170,12 @@ impl<T: RawTask> Local<T> {
             batch.push(NonNull::new(p).expect("queue slot below tail is never null"));
         }
         // Claim the batch; AcqRel as any consumer (see the module invariants).
-        if self.inner.head.compare_exchange(h, h.wrapping_add(n), AcqRel, Relaxed).is_err() {
+        if self
+            .inner
+            .head
+            .compare_exchange(h, h.wrapping_add(n), AcqRel, Relaxed)
+            .is_err()
+        {
             return Err(task);
         }
         let mut tasks: Vec<T> = Vec::with_capacity(n as usize + 1);
@@ -185,7 +204,12 @@ impl<T: RawTask> Local<T> {
                 break;
             }
             let p = self.inner.buf[(h & MASK) as usize].load(Relaxed);
-            if self.inner.head.compare_exchange(h, h.wrapping_add(1), AcqRel, Relaxed).is_ok() {
+            if self
+                .inner
+                .head
+                .compare_exchange(h, h.wrapping_add(1), AcqRel, Relaxed)
+                .is_ok()
+            {
                 let p = NonNull::new(p).expect("queue slot below tail is never null");
                 // SAFETY: the CAS gave us ownership of the slot's task.
                 return Some((unsafe { T::from_raw(p) }, false));
@@ -201,10 +225,18 @@ impl<T: RawTask> Local<T> {
     /// Moves up to half of `src`'s tasks into this (empty) queue and returns
     /// one to run now. `runnext` is taken only when `take_runnext` is set and
     /// the victim let it sit through `wait` (Go's 3 µs rule).
-    pub(crate) fn steal_from(&mut self, src: &Steal<T>, take_runnext: bool, wait: impl Fn()) -> Option<(T, usize)> {
+    pub(crate) fn steal_from(
+        &mut self,
+        src: &Steal<T>,
+        take_runnext: bool,
+        wait: impl Fn(),
+    ) -> Option<(T, usize)> {
         let dst_tail = self.inner.tail.load(Relaxed);
         let dst_head = self.inner.head.load(Acquire);
-        debug_assert!(dst_tail.wrapping_sub(dst_head) as usize <= CAPACITY / 2, "steal into a queue with no room");
+        debug_assert!(
+            dst_tail.wrapping_sub(dst_head) as usize <= CAPACITY / 2,
+            "steal into a queue with no room"
+        );
         let src = &src.inner;
         loop {
             let h = src.head.load(Acquire);
@@ -228,7 +260,11 @@ impl<T: RawTask> Local<T> {
                 wait();
                 // AcqRel: Acquire pairs with the victim's Release swap;
                 // only the exact task observed before the wait is taken.
-                if src.runnext.compare_exchange(next, ptr::null_mut(), AcqRel, Relaxed).is_ok() {
+                if src
+                    .runnext
+                    .compare_exchange(next, ptr::null_mut(), AcqRel, Relaxed)
+                    .is_ok()
+                {
                     // SAFETY: the CAS transferred ownership of `next` to us.
                     return Some((unsafe { T::from_raw(NonNull::new(next).unwrap()) }, 1));
                 }
@@ -241,7 +277,11 @@ impl<T: RawTask> Local<T> {
             }
             // Commit; on failure another consumer got there first and the
             // copies in our (unpublished) slots are simply overwritten.
-            if src.head.compare_exchange(h, h.wrapping_add(n), AcqRel, Relaxed).is_err() {
+            if src
+                .head
+                .compare_exchange(h, h.wrapping_add(n), AcqRel, Relaxed)
+                .is_err()
+            {
                 continue;
             }
             // Run the last stolen task now; publish the rest.

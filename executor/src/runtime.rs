@@ -53,7 +53,10 @@ impl Runtime {
 
     pub(crate) fn from_handle(handle: Handle) -> Runtime {
         handle.shared.blocking.set_runtime(&handle.shared);
-        Runtime { handle, shut: false }
+        Runtime {
+            handle,
+            shut: false,
+        }
     }
 
     /// Runs `future` to completion on the current thread, with this runtime
@@ -139,7 +142,9 @@ impl Drop for Runtime {
 
 impl fmt::Debug for Runtime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Runtime").field("procs", &self.handle.shared.nprocs()).finish_non_exhaustive()
+        f.debug_struct("Runtime")
+            .field("procs", &self.handle.shared.nprocs())
+            .finish_non_exhaustive()
     }
 }
 
@@ -186,7 +191,9 @@ impl Handle {
 
     /// The runtime's metrics.
     pub fn metrics(&self) -> RuntimeMetrics {
-        RuntimeMetrics { shared: self.shared.clone() }
+        RuntimeMetrics {
+            shared: self.shared.clone(),
+        }
     }
 
     /// The topology the runtime schedules on (discovered or given).
@@ -206,19 +213,26 @@ impl Handle {
             );
         }
         if context::local_queue().is_some() {
-            panic!("Cannot block_on inside another block_on on the same thread; use `.await` instead.");
+            panic!(
+                "Cannot block_on inside another block_on on the same thread; use `.await` instead."
+            );
         }
         let _enter = self.enter();
         let notified = Arc::new(AtomicBool::new(true));
         let local = LocalQueue::for_block_on(notified.clone());
         let _local = context::set_local_queue(local.clone());
-        let waker = Waker::from(Arc::new(ThreadWaker { thread: std::thread::current(), notified: notified.clone() }));
+        let waker = Waker::from(Arc::new(ThreadWaker {
+            thread: std::thread::current(),
+            notified: notified.clone(),
+        }));
         let mut cx = Context::from_waker(&waker);
         let mut future = pin!(future);
         let out = loop {
             // Acquire pairs with the Release store of whoever woke us.
             if notified.swap(false, Acquire) {
-                if let Poll::Ready(v) = numa_rt_reactor::coop::budget(|| future.as_mut().poll(&mut cx)) {
+                if let Poll::Ready(v) =
+                    numa_rt_reactor::coop::budget(|| future.as_mut().poll(&mut cx))
+                {
                     break v;
                 }
             }
@@ -245,7 +259,9 @@ impl Handle {
 
 impl fmt::Debug for Handle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Handle").field("procs", &self.shared.nprocs()).finish_non_exhaustive()
+        f.debug_struct("Handle")
+            .field("procs", &self.shared.nprocs())
+            .finish_non_exhaustive()
     }
 }
 
@@ -266,7 +282,10 @@ impl Wake for ThreadWaker {
 }
 
 impl futures_task::Spawn for Handle {
-    fn spawn_obj(&self, future: futures_task::FutureObj<'static, ()>) -> Result<(), futures_task::SpawnError> {
+    fn spawn_obj(
+        &self,
+        future: futures_task::FutureObj<'static, ()>,
+    ) -> Result<(), futures_task::SpawnError> {
         if self.shared.is_shutdown() {
             return Err(futures_task::SpawnError::shutdown());
         }
@@ -286,7 +305,10 @@ impl futures_task::Spawn for Handle {
 impl futures_task::LocalSpawn for Handle {
     /// Pins the future to the calling thread (see `spawn_local`); fails when
     /// the thread is neither a worker nor inside `block_on`.
-    fn spawn_local_obj(&self, future: futures_task::LocalFutureObj<'static, ()>) -> Result<(), futures_task::SpawnError> {
+    fn spawn_local_obj(
+        &self,
+        future: futures_task::LocalFutureObj<'static, ()>,
+    ) -> Result<(), futures_task::SpawnError> {
         match context::local_queue() {
             Some(q) if !self.shared.is_shutdown() => {
                 drop(local::spawn_local(&q, future));

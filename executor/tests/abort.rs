@@ -26,7 +26,10 @@ fn abort_drops_an_idle_task_and_reports_cancelled() {
     rx.recv_timeout(HANG).unwrap();
     let deadline = std::time::Instant::now() + HANG;
     while drops.load(Ordering::SeqCst) == 0 {
-        assert!(std::time::Instant::now() < deadline, "aborted future never dropped");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "aborted future never dropped"
+        );
         std::thread::yield_now();
     }
 }

@@ -28,7 +28,10 @@ fn env_vars() {
     std::env::set_var("NUMA_RT_MAXPROCS", "abc");
     let e = err_of(&mut Builder::new());
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
-    assert!(e.to_string().contains("NUMA_RT_MAXPROCS") && e.to_string().contains("abc"), "{e}");
+    assert!(
+        e.to_string().contains("NUMA_RT_MAXPROCS") && e.to_string().contains("abc"),
+        "{e}"
+    );
     std::env::set_var("NUMA_RT_MAXPROCS", "0");
     let e = err_of(&mut Builder::new());
     assert!(e.to_string().contains("NUMA_RT_MAXPROCS"), "{e}");

@@ -18,7 +18,10 @@ fn the_p_keeps_running_tasks_while_its_m_blocks() {
         spawn(async { 1 }).await.unwrap();
         got
     }));
-    assert!(ok.unwrap(), "queued task did not run while its M was blocked");
+    assert!(
+        ok.unwrap(),
+        "queued task did not run while its M was blocked"
+    );
     assert!(rt.metrics().num_machines() >= 2);
 }
 
@@ -33,7 +36,9 @@ fn outside_a_worker_it_just_runs() {
 fn many_block_in_place_calls() {
     let rt = rt(2);
     rt.block_on(async {
-        let hs: Vec<_> = (0..50u64).map(|i| spawn(async move { block_in_place(move || i * 2) })).collect();
+        let hs: Vec<_> = (0..50u64)
+            .map(|i| spawn(async move { block_in_place(move || i * 2) }))
+            .collect();
         let mut s = 0;
         for h in hs {
             s += h.await.unwrap();

@@ -17,7 +17,10 @@ fn yield_lets_queued_tasks_run() {
         // The spawned task sits in runnext; one yield must let it run,
         // because a yielded task goes to the back, never to runnext.
         yield_now().await;
-        assert!(flag.load(Ordering::SeqCst), "yield_now did not let the queued task run");
+        assert!(
+            flag.load(Ordering::SeqCst),
+            "yield_now did not let the queued task run"
+        );
     }))
     .unwrap();
 }
@@ -59,14 +62,21 @@ fn ping_pong_through_runnext_does_not_starve_the_queue() {
         drop(b);
         rounds.load(Ordering::SeqCst)
     }));
-    assert!(done.unwrap() < 1_000_000, "the third task only ran after the ping-pong gave up");
+    assert!(
+        done.unwrap() < 1_000_000,
+        "the third task only ran after the ping-pong gave up"
+    );
 }
 
 #[test]
 fn global_queue_is_polled_while_local_work_remains() {
     // One P kept busy by a self-respawning chain of local tasks; a task
     // injected from outside (node queue) must still run: every 61st tick.
-    let rt = Builder::new().max_procs(1).global_queue_interval(61).build().unwrap();
+    let rt = Builder::new()
+        .max_procs(1)
+        .global_queue_interval(61)
+        .build()
+        .unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let count = Arc::new(AtomicUsize::new(0));
     fn chain(stop: Arc<AtomicBool>, count: Arc<AtomicUsize>) {
@@ -82,6 +92,10 @@ fn global_queue_is_polled_while_local_work_remains() {
     let (s, c) = (stop.clone(), count.clone());
     rt.block_on(rt.spawn(async move { chain(s, c) })).unwrap();
     let s = stop.clone();
-    rt.block_on(rt.spawn(async move { s.store(true, Ordering::SeqCst) })).unwrap();
-    assert!(count.load(Ordering::SeqCst) < 10_000_000, "the outside task waited for the local work to end");
+    rt.block_on(rt.spawn(async move { s.store(true, Ordering::SeqCst) }))
+        .unwrap();
+    assert!(
+        count.load(Ordering::SeqCst) < 10_000_000,
+        "the outside task waited for the local work to end"
+    );
 }

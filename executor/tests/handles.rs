@@ -48,9 +48,15 @@ fn current_outside_a_runtime() {
 fn block_on_inside_a_task_panics_instead_of_hanging() {
     let rt = rt(1);
     let h = rt.handle().clone();
-    let err = rt.block_on(rt.spawn(async move { h.block_on(async {}) })).unwrap_err();
+    let err = rt
+        .block_on(rt.spawn(async move { h.block_on(async {}) }))
+        .unwrap_err();
     assert!(err.is_panic());
-    assert!(err.to_string().contains("Cannot block_on from inside a numa_rt worker thread"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("Cannot block_on from inside a numa_rt worker thread"),
+        "{err}"
+    );
     // The worker survived.
     assert_eq!(rt.block_on(rt.spawn(async { 2 })).unwrap(), 2);
 }

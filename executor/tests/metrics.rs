@@ -19,7 +19,13 @@ fn counters_move() {
     let procs = m.procs();
     let polled: u64 = procs.iter().map(|p| p.tasks_polled).sum();
     assert!(polled >= 1000, "{procs:?}");
-    assert!(procs.iter().map(|p| p.runnext_polls + p.global_queue_polls).sum::<u64>() > 0);
+    assert!(
+        procs
+            .iter()
+            .map(|p| p.runnext_polls + p.global_queue_polls)
+            .sum::<u64>()
+            > 0
+    );
     let node = m.node(0);
     assert_eq!(node.procs, vec![0, 1]);
     assert_eq!(node.tasks_polled, polled);

@@ -29,7 +29,9 @@ fn panic_becomes_join_error_and_worker_survives() {
 #[test]
 fn into_panic_returns_the_payload() {
     let rt = rt(2);
-    let err = rt.block_on(rt.spawn(async { std::panic::panic_any(17u32) })).unwrap_err();
+    let err = rt
+        .block_on(rt.spawn(async { std::panic::panic_any(17u32) }))
+        .unwrap_err();
     assert_eq!(*err.into_panic().downcast::<u32>().unwrap(), 17);
 }
 
@@ -37,9 +39,13 @@ fn into_panic_returns_the_payload() {
 fn panic_in_local_and_blocking_tasks() {
     let rt = rt(2);
     rt.block_on(async {
-        let e = numa_rt_executor::spawn_local(async { panic!("local") }).await.unwrap_err();
+        let e = numa_rt_executor::spawn_local(async { panic!("local") })
+            .await
+            .unwrap_err();
         assert!(e.is_panic());
-        let e = numa_rt_executor::spawn_blocking(|| panic!("blocking")).await.unwrap_err();
+        let e = numa_rt_executor::spawn_blocking(|| panic!("blocking"))
+            .await
+            .unwrap_err();
         assert!(e.is_panic());
     });
 }

@@ -18,7 +18,10 @@ fn a_blocked_workers_runnext_task_still_runs() {
             // the runnext task must not wait for it).
             rx.recv_timeout(HANG).is_ok()
         }));
-        assert!(ok.unwrap(), "runnext task was not stolen from a blocked worker");
+        assert!(
+            ok.unwrap(),
+            "runnext task was not stolen from a blocked worker"
+        );
     }
     let stolen: u64 = rt.metrics().procs().iter().map(|p| p.tasks_stolen).sum();
     assert!(stolen >= 20, "steals recorded: {stolen}");

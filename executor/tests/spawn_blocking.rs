@@ -9,7 +9,11 @@ use std::sync::{Arc, Barrier};
 #[test]
 fn runs_off_the_workers_and_returns_the_value() {
     let rt = rt(1);
-    let v = rt.block_on(async { spawn_blocking(|| std::thread::current().name().map(str::to_owned)).await.unwrap() });
+    let v = rt.block_on(async {
+        spawn_blocking(|| std::thread::current().name().map(str::to_owned))
+            .await
+            .unwrap()
+    });
     assert!(v.is_some());
 }
 
@@ -20,14 +24,20 @@ fn blocking_work_does_not_stall_tasks() {
     rt.block_on(async {
         let (tx, rx) = std::sync::mpsc::channel::<()>();
         let b = spawn_blocking(move || rx.recv_timeout(HANG).is_ok());
-        numa_rt_executor::spawn(async move { tx.send(()).unwrap() }).await.unwrap();
+        numa_rt_executor::spawn(async move { tx.send(()).unwrap() })
+            .await
+            .unwrap();
         assert!(b.await.unwrap());
     });
 }
 
 #[test]
 fn the_cap_is_respected() {
-    let rt = Builder::new().max_procs(1).max_blocking_threads(2).build().unwrap();
+    let rt = Builder::new()
+        .max_procs(1)
+        .max_blocking_threads(2)
+        .build()
+        .unwrap();
     let running = Arc::new(AtomicUsize::new(0));
     let peak = Arc::new(AtomicUsize::new(0));
     let gate = Arc::new(Barrier::new(2));

@@ -41,7 +41,9 @@ fn nested_spawns_join() {
         }
         s
     });
-    let expect: u64 = (0..50u64).flat_map(|i| (0..20u64).map(move |j| i * j)).sum();
+    let expect: u64 = (0..50u64)
+        .flat_map(|i| (0..20u64).map(move |j| i * j))
+        .sum();
     assert_eq!(total, expect);
 }
 
@@ -57,7 +59,10 @@ fn join_handle_step_by_step() {
     // The task runs on a worker; we are woken when it completes.
     let deadline = std::time::Instant::now() + common::HANG;
     while !h.is_woken() {
-        assert!(std::time::Instant::now() < deadline, "join handle never woken");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "join handle never woken"
+        );
         std::thread::yield_now();
     }
     assert_eq!(assert_ready!(h.poll()).unwrap(), 42);
@@ -76,7 +81,10 @@ fn task_ids_are_unique_and_handle_current_works_in_tasks() {
 fn spawn_outside_runtime_panics_with_message() {
     let err = std::panic::catch_unwind(|| drop(spawn(async {}))).unwrap_err();
     let msg = common::panic_message(&*err);
-    assert!(msg.contains("must be called from a numa_rt runtime"), "{msg}");
+    assert!(
+        msg.contains("must be called from a numa_rt runtime"),
+        "{msg}"
+    );
 }
 
 #[test]

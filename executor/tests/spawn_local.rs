@@ -87,5 +87,8 @@ fn local_task_woken_from_another_thread() {
 fn spawn_local_outside_panics_with_message() {
     let err = std::panic::catch_unwind(|| drop(spawn_local(async {}))).unwrap_err();
     let msg = common::panic_message(&*err);
-    assert!(msg.contains("spawn_local must be called from a numa_rt worker thread"), "{msg}");
+    assert!(
+        msg.contains("spawn_local must be called from a numa_rt worker thread"),
+        "{msg}"
+    );
 }

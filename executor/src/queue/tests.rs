@@ -62,7 +62,11 @@ mod plain {
         let moved = sink.0.borrow().clone();
         assert_eq!(moved.len(), CAPACITY / 2 + 1);
         assert_eq!(&moved[..3], &[0, 1, 2], "oldest tasks leave first");
-        assert_eq!(*moved.last().unwrap(), CAPACITY, "the new task goes with them");
+        assert_eq!(
+            *moved.last().unwrap(),
+            CAPACITY,
+            "the new task goes with them"
+        );
         assert_eq!(q.len(), CAPACITY / 2);
     }
 

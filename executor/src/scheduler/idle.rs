@@ -59,7 +59,11 @@ impl Idle {
         Idle {
             npidle: AtomicUsize::new(0),
             nmspinning: AtomicUsize::new(0),
-            inner: Mutex::new(Inner { stacks: vec![Vec::new(); nodes], state: vec![PState::Running; nprocs], node_of }),
+            inner: Mutex::new(Inner {
+                stacks: vec![Vec::new(); nodes],
+                state: vec![PState::Running; nprocs],
+                node_of,
+            }),
             nprocs,
         }
     }
@@ -96,7 +100,9 @@ impl Idle {
         if self.nmspinning.load(SeqCst) != 0 || self.npidle.load(SeqCst) == 0 {
             return false;
         }
-        self.nmspinning.compare_exchange(0, 1, SeqCst, SeqCst).is_ok()
+        self.nmspinning
+            .compare_exchange(0, 1, SeqCst, SeqCst)
+            .is_ok()
     }
 
     /// Takes an idle P (preferring `node`) for a spinner already counted in
@@ -104,7 +110,9 @@ impl Idle {
     pub(crate) fn pop_for_spinning(&self, node: usize) -> Option<usize> {
         let mut inner = self.inner.lock().unwrap();
         let n = inner.stacks.len();
-        let p = (0..n).map(|i| (node + i) % n).find_map(|k| inner.stacks[k].pop())?;
+        let p = (0..n)
+            .map(|i| (node + i) % n)
+            .find_map(|k| inner.stacks[k].pop())?;
         inner.state[p] = PState::Woken { spinning: true };
         self.npidle.fetch_sub(1, SeqCst);
         Some(p)

@@ -23,7 +23,10 @@ pub(crate) struct Inject {
 
 impl Inject {
     pub(crate) fn new() -> Self {
-        Inject { queue: Mutex::new(VecDeque::new()), len: AtomicUsize::new(0) }
+        Inject {
+            queue: Mutex::new(VecDeque::new()),
+            len: AtomicUsize::new(0),
+        }
     }
 
     pub(crate) fn len(&self) -> usize {

@@ -66,7 +66,12 @@ impl Registry {
 
     pub(crate) fn wake_pooled(&self, nodes: &[super::Node]) {
         for n in nodes {
-            for m in n.idle_machines.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            for m in n
+                .idle_machines
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+            {
                 let _g = m.handoff.lock().unwrap_or_else(|e| e.into_inner());
                 m.cv.notify_all();
             }
@@ -86,7 +91,11 @@ impl Registry {
                     if now >= d {
                         return false;
                     }
-                    live = self.exited.wait_timeout(live, d - now).unwrap_or_else(|e| e.into_inner()).0;
+                    live = self
+                        .exited
+                        .wait_timeout(live, d - now)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
                 }
             }
         }
@@ -104,7 +113,11 @@ impl Registry {
 
 /// Starts an M on `node`, holding `core` if given. If the thread cannot be
 /// created, the core comes back with the error.
-pub(crate) fn start(shared: &Arc<Shared>, node: usize, core: Option<BoxCore>) -> Result<(), (std::io::Error, Option<BoxCore>)> {
+pub(crate) fn start(
+    shared: &Arc<Shared>,
+    node: usize,
+    core: Option<BoxCore>,
+) -> Result<(), (std::io::Error, Option<BoxCore>)> {
     let id = shared.machines.next_id.fetch_add(1, Relaxed);
     let mut b = std::thread::Builder::new().name((shared.config.thread_name)());
     if let Some(s) = shared.config.thread_stack_size {
@@ -231,7 +244,10 @@ impl Worker {
     fn run_core(&self, mut core: BoxCore) {
         let index = core.index;
         self.machine.local.set_machine_p(index);
-        self.shared.procs[index].metrics.machine.store(self.machine.id, Relaxed);
+        self.shared.procs[index]
+            .metrics
+            .machine
+            .store(self.machine.id, Relaxed);
         numa_rt_reactor::context::set_current_p(Some(index));
         self.shared.procs[index].set_running(true);
         loop {
@@ -348,7 +364,9 @@ impl Worker {
             p.inbox.pop_batch(crate::queue::CAPACITY / 2, &mut batch);
         } else if !node.inject.is_empty() {
             let len = node.inject.len();
-            let n = (len / node.procs.len().max(1) + 1).min(len).min(crate::queue::CAPACITY / 2);
+            let n = (len / node.procs.len().max(1) + 1)
+                .min(len)
+                .min(crate::queue::CAPACITY / 2);
             node.inject.pop_batch(n, &mut batch);
         }
         let first = batch.pop();
@@ -366,7 +384,10 @@ impl Worker {
     /// Polls (or parks in) the P's driver. The core sits in the thread's
     /// context meanwhile, so the wakers the driver fires reach its queue.
     fn poll_driver(&self, mut core: BoxCore, block: bool) -> BoxCore {
-        let mut driver = core.driver.take().expect("a P's driver is only out while its M is in it");
+        let mut driver = core
+            .driver
+            .take()
+            .expect("a P's driver is only out while its M is in it");
         *self.core.borrow_mut() = Some(core);
         self.in_driver.set(true);
         if block {
@@ -375,7 +396,11 @@ impl Worker {
             driver.poll_now();
         }
         self.in_driver.set(false);
-        let mut core = self.core.borrow_mut().take().expect("the core stays with its M while in the driver");
+        let mut core = self
+            .core
+            .borrow_mut()
+            .take()
+            .expect("the core stays with its M while in the driver");
         core.driver = Some(driver);
         core
     }
@@ -419,7 +444,12 @@ impl Worker {
         None
     }
 
-    fn steal_pass(&self, core: &mut Core, victims: std::ops::Range<usize>, last: bool) -> Option<(Runnable, usize)> {
+    fn steal_pass(
+        &self,
+        core: &mut Core,
+        victims: std::ops::Range<usize>,
+        last: bool,
+    ) -> Option<(Runnable, usize)> {
         let n = victims.len();
         if n == 0 {
             return None;
@@ -463,7 +493,9 @@ impl Worker {
         // submitter either sees our P idle and no spinner and wakes us, or
         // we see its work below.
         fence(SeqCst);
-        let work = shared.any_work(idx, was_spinning) || !self.machine.local.is_empty() || !core.queue.is_empty();
+        let work = shared.any_work(idx, was_spinning)
+            || !self.machine.local.is_empty()
+            || !core.queue.is_empty();
         if !work && !shared.is_shutdown() {
             shared.procs[idx].metrics.parks.incr();
             core = self.poll_driver(core, true);

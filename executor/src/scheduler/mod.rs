@@ -65,7 +65,12 @@ pub(crate) struct Node {
 }
 
 impl Shared {
-    pub(crate) fn build(config: Config, topology: Topology, node_of_p: Vec<usize>, start_node: usize) -> std::io::Result<Arc<Shared>> {
+    pub(crate) fn build(
+        config: Config,
+        topology: Topology,
+        node_of_p: Vec<usize>,
+        start_node: usize,
+    ) -> std::io::Result<Arc<Shared>> {
         let nprocs = node_of_p.len();
         let nnodes = topology.nodes().len();
         // Idle P's help (drain the pollers of) busy P's of their own node only.
@@ -127,7 +132,11 @@ impl Shared {
 
     /// Spawns a `Send` task. Where it first runs follows the wake policy of
     /// [`Shared::schedule`], except for root tasks (see `place_new`).
-    pub(crate) fn spawn<F>(self: &Arc<Self>, future: F, node: Option<usize>) -> JoinHandle<F::Output>
+    pub(crate) fn spawn<F>(
+        self: &Arc<Self>,
+        future: F,
+        node: Option<usize>,
+    ) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
@@ -138,7 +147,9 @@ impl Shared {
         let registry = self.tasks.clone();
         let (runnable, task) = async_task::Builder::new().metadata(TaskMeta { id }).spawn(
             move |_| Tracked::new(CatchUnwind::new(future), registry, slot),
-            async_task::WithInfo(move |r, info: async_task::ScheduleInfo| shared.schedule(r, info.woken_while_running)),
+            async_task::WithInfo(move |r, info: async_task::ScheduleInfo| {
+                shared.schedule(r, info.woken_while_running)
+            }),
         );
         if !self.tasks.fill(&slot, runnable.waker()) {
             // Spawned after shutdown: dropping the runnable drops the future.
@@ -253,7 +264,11 @@ impl Shared {
         if !self.procs[me].inbox.is_empty() || self.nodes.iter().any(|n| !n.inject.is_empty()) {
             return true;
         }
-        all_procs && self.procs.iter().any(|p| p.index != me && !p.steal.is_empty())
+        all_procs
+            && self
+                .procs
+                .iter()
+                .any(|p| p.index != me && !p.steal.is_empty())
     }
 
     /// Begins shutdown: schedule calls drop tasks from now on, every parked M

@@ -103,6 +103,8 @@ impl Core {
 }
 
 fn seed(index: usize) -> u64 {
-    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
     (t ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1
 }

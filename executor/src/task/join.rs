@@ -27,7 +27,10 @@ pub struct JoinHandle<T> {
 impl<T> JoinHandle<T> {
     pub(crate) fn new(task: async_task::Task<Result<T, Panic>, TaskMeta>) -> Self {
         let id = task.metadata().id;
-        JoinHandle { task: Mutex::new(Some(task.fallible())), id }
+        JoinHandle {
+            task: Mutex::new(Some(task.fallible())),
+            id,
+        }
     }
 
     /// Cancels the task. Its future is dropped promptly; awaiting this handle
@@ -83,7 +86,12 @@ impl<T> Future for JoinHandle<T> {
 
 impl<T> Drop for JoinHandle<T> {
     fn drop(&mut self) {
-        if let Some(task) = self.task.get_mut().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(task) = self
+            .task
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
             task.detach();
         }
     }
@@ -108,11 +116,17 @@ enum Repr {
 
 impl JoinError {
     pub(crate) fn cancelled(id: Id) -> Self {
-        JoinError { repr: Repr::Cancelled, id }
+        JoinError {
+            repr: Repr::Cancelled,
+            id,
+        }
     }
 
     pub(crate) fn panic(id: Id, p: Panic) -> Self {
-        JoinError { repr: Repr::Panic(p), id }
+        JoinError {
+            repr: Repr::Panic(p),
+            id,
+        }
     }
 
     /// The task was aborted, or dropped by runtime shutdown.
@@ -127,7 +141,8 @@ impl JoinError {
 
     /// The panic payload. Panics if the task was cancelled; see [`JoinError::try_into_panic`].
     pub fn into_panic(self) -> Box<dyn Any + Send + 'static> {
-        self.try_into_panic().expect("`JoinError::into_panic` called on a cancelled task's error")
+        self.try_into_panic()
+            .expect("`JoinError::into_panic` called on a cancelled task's error")
     }
 
     /// The panic payload, or the error back if the task was cancelled.
@@ -145,7 +160,9 @@ impl JoinError {
 }
 
 fn panic_message(p: &Panic) -> Option<&str> {
-    p.downcast_ref::<&'static str>().copied().or_else(|| p.downcast_ref::<String>().map(|s| s.as_str()))
+    p.downcast_ref::<&'static str>()
+        .copied()
+        .or_else(|| p.downcast_ref::<String>().map(|s| s.as_str()))
 }
 
 impl fmt::Display for JoinError {

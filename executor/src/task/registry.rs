@@ -66,7 +66,9 @@ impl Registry {
     /// Fills a reserved entry. Returns false if the registry is closed (the
     /// caller drops the task).
     pub(crate) fn fill(&self, slot: &Slot, waker: Waker) -> bool {
-        let mut s = self.shards[slot.shard].lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = self.shards[slot.shard]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         // Checked under the shard lock that `close` also takes.
         if self.closed.load(std::sync::atomic::Ordering::Relaxed) {
             return false;
@@ -79,7 +81,9 @@ impl Registry {
 
     fn remove(&self, slot: &Slot) {
         let waker = {
-            let mut s = self.shards[slot.shard].lock().unwrap_or_else(|e| e.into_inner());
+            let mut s = self.shards[slot.shard]
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
             let w = s.entries.get_mut(slot.index).and_then(Option::take);
             s.free.push(slot.index);
             w
@@ -90,7 +94,17 @@ impl Registry {
 
     /// Live tasks (entries filled).
     pub(crate) fn len(&self) -> usize {
-        self.shards.iter().map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).entries.iter().flatten().count()).sum()
+        self.shards
+            .iter()
+            .map(|s| {
+                s.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .entries
+                    .iter()
+                    .flatten()
+                    .count()
+            })
+            .sum()
     }
 
     /// Closes the registry (later spawns are refused) and wakes every live
@@ -104,7 +118,8 @@ impl Registry {
         let mut wakers = Vec::new();
         for shard in self.shards.iter() {
             let s = shard.lock().unwrap_or_else(|e| e.into_inner());
-            self.closed.store(true, std::sync::atomic::Ordering::Relaxed);
+            self.closed
+                .store(true, std::sync::atomic::Ordering::Relaxed);
             wakers.extend(s.entries.iter().flatten().cloned());
         }
         for w in wakers {
@@ -122,7 +137,11 @@ pub(crate) struct Tracked<F> {
 
 impl<F> Tracked<F> {
     pub(crate) fn new(future: F, registry: Arc<Registry>, slot: Slot) -> Self {
-        Tracked { future, registry, slot }
+        Tracked {
+            future,
+            registry,
+            slot,
+        }
     }
 }
 

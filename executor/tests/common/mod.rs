@@ -12,7 +12,10 @@ use std::time::Duration;
 pub const HANG: Duration = Duration::from_secs(30);
 
 pub fn rt(procs: usize) -> numa_rt_executor::Runtime {
-    numa_rt_executor::Builder::new().max_procs(procs).build().expect("runtime builds")
+    numa_rt_executor::Builder::new()
+        .max_procs(procs)
+        .build()
+        .expect("runtime builds")
 }
 
 /// Increments its counter when dropped.
@@ -34,5 +37,8 @@ impl Future for Forever {
 
 /// The message of a caught panic payload.
 pub fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default()
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
 }

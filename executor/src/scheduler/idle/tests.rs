@@ -74,7 +74,10 @@ mod models {
             fence(SeqCst);
             let saw_work = work.load(Relaxed);
             submitter.join().unwrap();
-            assert!(saw_work || woken.load(Relaxed), "lost wake-up: work published, P parked, nobody woke it");
+            assert!(
+                saw_work || woken.load(Relaxed),
+                "lost wake-up: work published, P parked, nobody woke it"
+            );
         });
     }
 
