@@ -1,13 +1,13 @@
 //! Thread-local context: which runtime, M and P the current thread belongs to.
 
 use crate::local::LocalQueue;
-use crate::loom::Arc;
 use crate::runtime::Handle;
 use crate::scheduler::machine::Machine;
 use crate::scheduler::{BoxCore, Shared};
 use crate::task::Runnable;
 use std::cell::{Cell, RefCell};
 use std::ptr;
+use std::sync::Arc;
 
 /// The state of an M's thread. Lives on the M's stack for its whole life.
 pub(crate) struct Worker {

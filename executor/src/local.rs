@@ -11,13 +11,13 @@
 //! task that is woken after its owner ended cannot be dropped safely on the
 //! waking thread (its future is `!Send`): it is leaked, and documented so.
 
-use crate::loom::atomic::{AtomicBool, AtomicUsize, Ordering::*};
-use crate::loom::{Arc, Mutex};
 use crate::scheduler::Shared;
 use crate::task::registry::{Registry, Tracked};
 use crate::task::{CatchUnwind, Id, JoinHandle, Runnable, TaskMeta};
 use std::collections::VecDeque;
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
+use std::sync::{Arc, Mutex};
 use std::thread::{Thread, ThreadId};
 
 pub(crate) struct LocalQueue {

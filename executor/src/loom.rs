@@ -1,17 +1,20 @@
 //! Synchronisation primitives, swapped for loom's under `cfg(loom)`.
 //!
-//! Every atomic, lock and thread the scheduler's protocols use comes from here,
-//! so the loom models in `tests`-modules exercise the real code.
+//! The atomics and locks of the modelled protocols (run queue, idle/spinning
+//! state, node queues) come from here, so the loom models in the `tests`
+//! modules exercise the real code. `Arc` stays std's (loom's cannot be a
+//! method receiver, and std's is fine inside models); thread parking of the
+//! M pool is std's too (not modelled).
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic;
 #[cfg(not(loom))]
-pub(crate) use std::sync::{Arc, Condvar, Mutex};
+pub(crate) use std::sync::Mutex;
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic;
 #[cfg(loom)]
-pub(crate) use loom::sync::{Arc, Condvar, Mutex};
+pub(crate) use loom::sync::Mutex;
 
 /// Spin hint (a loom yield under loom, so models make progress).
 #[inline]

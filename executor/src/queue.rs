@@ -20,8 +20,8 @@
 //!   take it with a CAS from the exact pointer they observed.
 
 use crate::loom::atomic::{AtomicPtr, AtomicU32, Ordering::*};
-use crate::loom::Arc;
 use std::ptr::{self, NonNull};
+use std::sync::Arc;
 
 /// Slots in the ring (Go and tokio use 256; loom models use 4 to reach the edges).
 #[cfg(not(loom))]

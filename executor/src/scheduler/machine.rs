@@ -18,10 +18,10 @@ use super::processor::Core;
 use super::{BoxCore, Shared};
 use crate::context::{self, Worker};
 use crate::local::LocalQueue;
-use crate::loom::atomic::{fence, AtomicUsize, Ordering::*};
-use crate::loom::{Arc, Condvar, Mutex};
 use crate::task::Runnable;
 use numa_rt_reactor::coop;
+use std::sync::atomic::{fence, AtomicUsize, Ordering::*};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// Consecutive `runnext` polls allowed before the ring gets a turn (tokio's

@@ -18,8 +18,6 @@ pub(crate) mod processor;
 use crate::blocking::BlockingPool;
 use crate::builder::Config;
 use crate::context;
-use crate::loom::atomic::{fence, AtomicBool, AtomicUsize, Ordering::*};
-use crate::loom::{Arc, Mutex};
 use crate::task::registry::{Registry, Tracked};
 use crate::task::{CatchUnwind, Id, JoinHandle, Runnable, TaskMeta};
 use idle::Idle;
@@ -30,6 +28,8 @@ use numa_rt_reactor::Reactor;
 use processor::{Core, Processor};
 use std::future::Future;
 use std::ops::Range;
+use std::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering::*};
+use std::sync::{Arc, Mutex};
 
 /// Everything the processors, machines and handles of one runtime share.
 pub(crate) struct Shared {

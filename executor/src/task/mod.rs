@@ -21,13 +21,13 @@ mod yield_now;
 pub use join::{JoinError, JoinHandle};
 pub use yield_now::yield_now;
 
-use crate::loom::atomic::{AtomicU64, Ordering::Relaxed};
 use std::any::Any;
 use std::fmt;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::task::{Context, Poll};
 
 /// What the scheduler keeps in each task's header.
@@ -43,10 +43,8 @@ pub struct Id(u64);
 
 impl Id {
     pub(crate) fn next() -> Id {
-        #[cfg(not(loom))]
+        // std's atomic even under loom: ids are not part of any model.
         static NEXT: AtomicU64 = AtomicU64::new(1);
-        #[cfg(loom)]
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         // Relaxed: ids only need uniqueness, not ordering.
         Id(NEXT.fetch_add(1, Relaxed))
     }

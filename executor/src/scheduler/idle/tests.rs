@@ -42,6 +42,7 @@ mod models {
     use super::*;
     use crate::loom::atomic::{fence, AtomicBool};
     use loom::thread;
+    use std::sync::Arc;
 
     /// The lost wake-up the barrier prevents: a spinning M gives up and
     /// parks while a submitter publishes work. Either the parker sees the
