@@ -1,0 +1,199 @@
+//! How the per-P reactor and the scheduler work together, through the real
+//! runtime: an accept loop's connection tasks spread over the P's (root-task
+//! distribution, seen in the metrics), and readiness on a socket whose owning
+//! P is stuck in a long synchronous loop is still handled by the other P.
+//!
+//! Nothing sleeps to synchronise and no duration is asserted: ordering comes
+//! from flags set by the tasks themselves, and every wait is bounded.
+
+use std::future::Future;
+use std::io::{Read, Write};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use futures::io::{AsyncReadExt, AsyncWriteExt};
+use numa_rt::net::{TcpListener, TcpStream};
+use numa_rt_reactor::context::current_p;
+
+const GUARD: Duration = Duration::from_secs(60);
+
+/// Calls `on_pending` the first time the wrapped future returns `Pending`.
+struct NotifyPending<F, N: FnOnce()> {
+    fut: Pin<Box<F>>,
+    on_pending: Option<N>,
+}
+
+impl<F: Future, N: FnOnce() + Unpin> Future for NotifyPending<F, N> {
+    type Output = F::Output;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let r = self.fut.as_mut().poll(cx);
+        if r.is_pending() {
+            if let Some(n) = self.on_pending.take() {
+                n();
+            }
+        }
+        r
+    }
+}
+
+/// An accept loop that spawns one task per connection on a 2-P runtime: the
+/// connection tasks are root tasks, handed round-robin to the P's, so every
+/// P receives some (`ProcMetrics::root_tasks_received`), in particular the
+/// P's that were not accepting.
+#[numa_rt::test(max_procs = 2)]
+async fn accept_loop_spreads_connection_tasks_over_the_ps() {
+    const CONNS: usize = 64;
+    let handle = numa_rt::Handle::current();
+    let before: Vec<u64> = handle
+        .metrics()
+        .procs()
+        .iter()
+        .map(|p| p.root_tasks_received)
+        .collect();
+    assert_eq!(before.len(), 2);
+    numa_rt::time::timeout(GUARD, async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let ran_on: Arc<[AtomicUsize; 2]> = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
+        let accept_ps = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
+        let (ran, acc) = (ran_on.clone(), accept_ps.clone());
+        let server = numa_rt::spawn(async move {
+            let mut handlers = Vec::new();
+            for _ in 0..CONNS {
+                let (mut s, _) = listener.accept().await.unwrap();
+                acc[current_p().expect("accept loop runs on a P")].fetch_add(1, Ordering::Relaxed);
+                let ran = ran.clone();
+                handlers.push(numa_rt::spawn(async move {
+                    ran[current_p().expect("handler runs on a P")].fetch_add(1, Ordering::Relaxed);
+                    let mut buf = [0u8; 5];
+                    s.read_exact(&mut buf).await.unwrap();
+                    s.write_all(&buf).await.unwrap();
+                }));
+            }
+            for h in handlers {
+                h.await.unwrap();
+            }
+        });
+        let clients: Vec<_> = (0..CONNS)
+            .map(|_| {
+                numa_rt::spawn(async move {
+                    let mut s = TcpStream::connect(addr).await.unwrap();
+                    s.write_all(b"hello").await.unwrap();
+                    let mut buf = [0u8; 5];
+                    s.read_exact(&mut buf).await.unwrap();
+                    assert_eq!(&buf, b"hello");
+                })
+            })
+            .collect();
+        for c in clients {
+            c.await.unwrap();
+        }
+        server.await.unwrap();
+        let m = handle.metrics();
+        let received: Vec<u64> = m
+            .procs()
+            .iter()
+            .zip(&before)
+            .map(|(p, b)| p.root_tasks_received - b)
+            .collect();
+        let ran: Vec<usize> = ran_on.iter().map(|a| a.load(Ordering::Relaxed)).collect();
+        let accepted: Vec<usize> = accept_ps.iter().map(|a| a.load(Ordering::Relaxed)).collect();
+        println!("root tasks received per P: {received:?}; handlers first polled per P: {ran:?}; accepts per P: {accepted:?}");
+        assert!(
+            received.iter().sum::<u64>() >= CONNS as u64,
+            "every connection task is a root task: {received:?}"
+        );
+        assert!(
+            received.iter().all(|&r| r > 0),
+            "root tasks reached every P, not only the accepting one: {received:?}"
+        );
+    })
+    .await
+    .expect("accept distribution test stalled");
+}
+
+/// The scenario through the scheduler. Task B, running on P_i,
+/// registers a TCP stream with P_i's poller (its first poll), spawns the
+/// reader task R with it, and then keeps P_i's M in a synchronous loop that
+/// ends only when R has read the reply (or after a 30 s guard). R is stolen
+/// by the other P, waits for the reply there, and a peer thread writes the
+/// reply once R waits. The reply's readiness lands on P_i's poller while P_i
+/// is busy: the idle P must handle it, so R completes while B still spins.
+#[test]
+fn readiness_is_handled_while_the_owning_p_is_busy() {
+    let rt = numa_rt::Builder::new().max_procs(2).build().unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let client = std::net::TcpStream::connect(addr).unwrap();
+    let (mut peer, _) = listener.accept().unwrap();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let peer_thread = std::thread::spawn(move || {
+        let mut req = [0u8; 4];
+        peer.read_exact(&mut req).unwrap();
+        assert_eq!(&req, b"ping");
+        go_rx.recv().expect("the reader waits for the reply");
+        peer.write_all(b"pong").unwrap();
+        peer
+    });
+
+    let busy = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicBool::new(false));
+    let (busy2, done2) = (busy.clone(), done.clone());
+    let b_task = rt.spawn(async move {
+        let p_i = current_p().expect("B runs on a P");
+        let mut s = TcpStream::from_std(client).unwrap();
+        // First poll: registers the stream with P_i's poller.
+        s.write_all(b"ping").await.unwrap();
+        assert_eq!(current_p(), Some(p_i), "a ready write does not leave the P");
+        let (busy3, done3) = (busy2.clone(), done2.clone());
+        busy2.store(true, Ordering::SeqCst);
+        let reader = numa_rt::spawn(NotifyPending {
+            fut: Box::pin(async move {
+                let p_r = current_p().expect("R runs on a P");
+                let mut buf = [0u8; 4];
+                s.read_exact(&mut buf).await.unwrap();
+                assert_eq!(&buf, b"pong");
+                let still_busy = busy3.load(Ordering::SeqCst);
+                done3.store(true, Ordering::SeqCst);
+                (p_r, current_p(), still_busy)
+            }),
+            on_pending: Some(move || {
+                let _ = go_tx.send(());
+            }),
+        });
+        // P_i's M is now stuck here: no await, no driver poll.
+        let start = Instant::now();
+        let mut spins = 0u64;
+        while !done2.load(Ordering::SeqCst) && start.elapsed() < Duration::from_secs(30) {
+            std::hint::spin_loop();
+            spins += 1;
+        }
+        let finished_by_reader = done2.load(Ordering::SeqCst);
+        busy2.store(false, Ordering::SeqCst);
+        (p_i, finished_by_reader, spins, reader)
+    });
+    let (p_i, finished_by_reader, spins, (p_r, p_done, still_busy)) = rt.block_on(async move {
+        numa_rt::time::timeout(GUARD, async move {
+            let (p_i, finished_by_reader, spins, reader) = b_task.await.unwrap();
+            (p_i, finished_by_reader, spins, reader.await.unwrap())
+        })
+        .await
+        .expect("busy-owner test stalled")
+    });
+    println!(
+        "busy P {p_i} spun {spins} times; reader started on P {p_r:?}, finished on P {p_done:?}"
+    );
+    assert!(
+        finished_by_reader,
+        "the reader never completed while P {p_i} was busy (its readiness waited for the busy P)"
+    );
+    assert!(
+        still_busy,
+        "the reader completed while P {p_i} was still busy"
+    );
+    assert_ne!(p_done, Some(p_i), "the reply was read on the other P");
+    drop(peer_thread.join().unwrap());
+}
