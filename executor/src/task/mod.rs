@@ -1,12 +1,12 @@
 //! Tasks (Go's G): futures wrapped by async-task.
 //!
 //! A task is one allocation made by async-task: its header (state, refcount,
-//! vtable, awaiter), our [`TaskMeta`] (the id, one word), the schedule
+//! vtable, awaiter), our `TaskMeta` (the id, one word), the schedule
 //! function (an `Arc` to the runtime, or to the pinned queue of a local
 //! task) and the future. Vyukov asked for "about 6 words" per G; the header
 //! plus metadata plus schedule function is five.
 //!
-//! A [`Runnable`] is the right to poll the task once; it lives in exactly one
+//! A `Runnable` is the right to poll the task once; it lives in exactly one
 //! run queue at a time (or is being polled). The schedule function decides
 //! which queue — see `Shared::schedule` for the policy (runnext, tail,
 //! inbox, node queue).
