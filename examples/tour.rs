@@ -76,10 +76,11 @@ async fn main() -> std::io::Result<()> {
     // 5. Timers live on the processor that creates them.
     let t0 = Instant::now();
     sleep(Duration::from_millis(20)).await;
+    let slept = t0.elapsed();
     let late = timeout(Duration::from_millis(10), sleep(Duration::from_secs(10))).await;
     println!(
         "== slept 20 ms (took {:?}); a 10 ms timeout on a 10 s sleep gave {:?}",
-        t0.elapsed(),
+        slept,
         late.map(|_| ())
     );
 
