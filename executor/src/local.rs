@@ -87,6 +87,11 @@ impl LocalQueue {
         self.len.load(Acquire)
     }
 
+    /// Whether pinned tasks of this thread are still alive (queued or idle).
+    pub(crate) fn has_live_tasks(&self) -> bool {
+        self.tasks.len() > 0
+    }
+
     pub(crate) fn pop(&self) -> Option<Runnable> {
         if self.is_empty() {
             return None;

@@ -46,6 +46,7 @@ pub(crate) struct ProcCounters {
     pub(crate) remote_steals: Counter,
     pub(crate) parks: Counter,
     pub(crate) root_tasks_received: Counter,
+    pub(crate) handbacks: Counter,
     /// The id of the M that last held this P.
     pub(crate) machine: AtomicUsize,
 }
@@ -82,6 +83,8 @@ pub struct ProcMetrics {
     pub parks: u64,
     /// Root tasks (spawned right after an accept) sent to this P round-robin.
     pub root_tasks_received: u64,
+    /// Times this P went back to the M that lent it away in `block_in_place`.
+    pub handbacks: u64,
     /// Tasks in the local ring now (excluding `runnext`).
     pub local_queue_depth: usize,
     /// Tasks in the P's inbox now.
@@ -163,6 +166,7 @@ impl RuntimeMetrics {
             remote_steals: m.remote_steals.get(),
             parks: m.parks.get(),
             root_tasks_received: m.root_tasks_received.get(),
+            handbacks: m.handbacks.get(),
             local_queue_depth: p.steal.len(),
             inbox_depth: p.inbox.len(),
         }

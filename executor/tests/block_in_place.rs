@@ -46,3 +46,22 @@ fn many_block_in_place_calls() {
         assert_eq!(s, (0..50u64).map(|i| i * 2).sum::<u64>());
     });
 }
+
+#[test]
+fn pinned_tasks_run_again_after_block_in_place() {
+    // The M gives its P away, so its pinned task can only run once the M
+    // gets a P back: the P's new holder returns it when it would park.
+    let rt = rt(1);
+    let v = rt.block_on(rt.spawn(async {
+        let (tx, rx) = futures::channel::oneshot::channel::<u32>();
+        let local = numa_rt_executor::spawn_local(async move {
+            let rc = std::rc::Rc::new(rx.await.unwrap());
+            *rc + 1
+        });
+        block_in_place(|| tx.send(41).unwrap());
+        local.await.unwrap()
+    }));
+    assert_eq!(v.unwrap(), 42);
+    let handbacks: u64 = rt.metrics().procs().iter().map(|p| p.handbacks).sum();
+    assert!(handbacks >= 1, "the P was never handed back");
+}

@@ -41,7 +41,10 @@ fn allowed() -> CpuSet {
 fn first_cpus(n: usize, test: &str) -> Option<Vec<usize>> {
     let cpus: Vec<usize> = allowed().iter().take(n).collect();
     if cpus.len() < n {
-        eprintln!("{test}: skipped, needs {n} allowed CPUs, have {}", allowed());
+        eprintln!(
+            "{test}: skipped, needs {n} allowed CPUs, have {}",
+            allowed()
+        );
         return None;
     }
     Some(cpus)
@@ -135,7 +138,11 @@ fn observe(topology: &Topology, max_procs: usize, pin_cores: bool) -> Observed {
         .expect("a runtime over a valid simulated topology builds");
     let _open = OpenOnDrop(gate.clone());
 
-    assert_eq!(rt.handle().topology(), topology, "Handle::topology() is the topology given to the builder");
+    assert_eq!(
+        rt.handle().topology(),
+        topology,
+        "Handle::topology() is the topology given to the builder"
+    );
     let m = rt.metrics();
     assert_eq!(m.num_nodes(), nnodes);
     assert_eq!(m.num_procs(), max_procs);
@@ -147,7 +154,9 @@ fn observe(topology: &Topology, max_procs: usize, pin_cores: bool) -> Observed {
     for i in 0..max_procs {
         let aff = start_rx
             .recv_timeout(HANG)
-            .unwrap_or_else(|e| panic!("worker {i} of {max_procs} never reached on_thread_start: {e}"))
+            .unwrap_or_else(|e| {
+                panic!("worker {i} of {max_procs} never reached on_thread_start: {e}")
+            })
             .expect("sched_getaffinity works on a worker thread");
         thread_start.push(aff);
     }
@@ -165,7 +174,8 @@ fn observe(topology: &Topology, max_procs: usize, pin_cores: bool) -> Observed {
                     samples.push(Sample {
                         home,
                         node,
-                        affinity: sys::thread_affinity().expect("sched_getaffinity works in a task"),
+                        affinity: sys::thread_affinity()
+                            .expect("sched_getaffinity works in a task"),
                         cpu: sys::current_cpu(),
                     });
                     if let Some(n) = node {
@@ -200,7 +210,12 @@ fn observe(topology: &Topology, max_procs: usize, pin_cores: bool) -> Observed {
         .flatten()
         .collect();
     drop(rt);
-    Observed { thread_start, samples, proc_nodes, node_procs }
+    Observed {
+        thread_start,
+        samples,
+        proc_nodes,
+        node_procs,
+    }
 }
 
 /// The checks every (non-pinned) topology must pass: P's partitioned as
@@ -216,7 +231,10 @@ fn check_bound(topology: &Topology, procs_per_node: &[usize]) {
     let mut next = 0;
     for (n, &count) in procs_per_node.iter().enumerate() {
         let expect: Vec<usize> = (next..next + count).collect();
-        assert_eq!(o.node_procs[n], expect, "node{n}'s P's over {topology} with max_procs {max_procs}");
+        assert_eq!(
+            o.node_procs[n], expect,
+            "node{n}'s P's over {topology} with max_procs {max_procs}"
+        );
         for &p in &expect {
             assert_eq!(o.proc_nodes[p], n, "ProcMetrics::node of P{p}");
         }
@@ -231,11 +249,18 @@ fn check_bound(topology: &Topology, procs_per_node: &[usize]) {
             .nodes()
             .iter()
             .find(|n| n.cpus() == aff)
-            .unwrap_or_else(|| panic!("a worker's affinity {aff} is not exactly one node's CPUs ({topology})"));
+            .unwrap_or_else(|| {
+                panic!("a worker's affinity {aff} is not exactly one node's CPUs ({topology})")
+            });
         *bound.entry(node.id().index()).or_default() += 1;
     }
     for (n, &count) in procs_per_node.iter().enumerate() {
-        assert_eq!(bound.get(&n).copied().unwrap_or(0), count, "workers bound to node{n} ({topology}); all: {:?}", o.thread_start);
+        assert_eq!(
+            bound.get(&n).copied().unwrap_or(0),
+            count,
+            "workers bound to node{n} ({topology}); all: {:?}",
+            o.thread_start
+        );
     }
 
     check_samples(topology, &o.samples);
@@ -245,20 +270,39 @@ fn check_samples(topology: &Topology, samples: &[Sample]) {
     let nnodes = topology.num_nodes();
     let mut polls_per_node = vec![0usize; nnodes];
     for s in samples {
-        let node = s.node.unwrap_or_else(|| panic!("current_node() is None inside a task: {s:?}")).index();
-        assert!(node < nnodes, "current_node() {node} is not a node of {topology}: {s:?}");
+        let node = s
+            .node
+            .unwrap_or_else(|| panic!("current_node() is None inside a task: {s:?}"))
+            .index();
+        assert!(
+            node < nnodes,
+            "current_node() {node} is not a node of {topology}: {s:?}"
+        );
         let cpus = topology.nodes()[node].cpus();
-        assert_eq!(&s.affinity, cpus, "a task on node{node} runs on a thread bound elsewhere: {s:?}");
+        assert_eq!(
+            &s.affinity, cpus,
+            "a task on node{node} runs on a thread bound elsewhere: {s:?}"
+        );
         if let Some(cpu) = s.cpu {
-            assert!(cpus.contains(cpu), "a task on node{node} ran on CPU {cpu}, outside {cpus}: {s:?}");
+            assert!(
+                cpus.contains(cpu),
+                "a task on node{node} ran on CPU {cpu}, outside {cpus}: {s:?}"
+            );
             assert_eq!(topology.node_of_cpu(cpu), Some(NodeId::from(node)), "{s:?}");
         }
         assert!(s.home < nnodes);
         polls_per_node[node] += 1;
     }
-    assert!(samples.len() >= nnodes * TASKS_PER_NODE * POLLS_PER_TASK, "{} samples", samples.len());
+    assert!(
+        samples.len() >= nnodes * TASKS_PER_NODE * POLLS_PER_TASK,
+        "{} samples",
+        samples.len()
+    );
     for (n, &polls) in polls_per_node.iter().enumerate() {
-        assert!(polls > 0, "no task ran on node{n} of {topology}: {polls_per_node:?}");
+        assert!(
+            polls > 0,
+            "no task ran on node{n} of {topology}: {polls_per_node:?}"
+        );
     }
 }
 
@@ -267,7 +311,9 @@ fn check_samples(topology: &Topology, samples: &[Sample]) {
 /// "0;1": one P per node; each worker bound to its node's single CPU.
 #[test]
 fn two_nodes_one_proc_each() {
-    let Some(c) = first_cpus(2, "two_nodes_one_proc_each") else { return };
+    let Some(c) = first_cpus(2, "two_nodes_one_proc_each") else {
+        return;
+    };
     let spec = format!("{};{}", c[0], c[1]);
     let t = Topology::from_spec(&spec).expect("a two-node spec over allowed CPUs is valid");
     assert_eq!(t.num_nodes(), 2);
@@ -279,7 +325,9 @@ fn two_nodes_one_proc_each() {
 /// node are both bound to that node.
 #[test]
 fn two_nodes_two_procs_each() {
-    let Some(c) = first_cpus(2, "two_nodes_two_procs_each") else { return };
+    let Some(c) = first_cpus(2, "two_nodes_two_procs_each") else {
+        return;
+    };
     let t = Topology::from_spec(&format!("{};{}", c[0], c[1])).unwrap();
     check_bound(&t, &[2, 2]);
 }
@@ -317,7 +365,10 @@ fn four_nodes() {
     let e = Topology::split(4).expect_err("split(4) over fewer than 4 CPUs must be refused");
     assert_eq!(e.kind(), TopologyErrorKind::BadNodeCount);
     let msg = e.to_string();
-    assert!(msg.contains("Topology::split(4)") && msg.contains("4 nodes"), "{msg}");
+    assert!(
+        msg.contains("Topology::split(4)") && msg.contains("4 nodes"),
+        "{msg}"
+    );
     // A 4-node spec: the CPUs past the allowed ones are not the process's.
     let last = cpus.last().unwrap();
     let spec: Vec<String> = (0..4).map(|k| (last + 1 + k).to_string()).collect();
@@ -334,7 +385,10 @@ fn impossible_splits_are_refused() {
     for k in [0, n + 1] {
         let e = Topology::split(k).expect_err("impossible split");
         assert_eq!(e.kind(), TopologyErrorKind::BadNodeCount);
-        assert!(e.to_string().contains(&format!("Topology::split({k})")), "{e}");
+        assert!(
+            e.to_string().contains(&format!("Topology::split({k})")),
+            "{e}"
+        );
         let io: io::Error = e.into();
         assert_eq!(io.kind(), io::ErrorKind::InvalidInput);
     }
@@ -349,14 +403,23 @@ fn cpu_in_two_nodes_is_refused() {
     let spec = format!("{c};{c}");
     let e = Topology::from_spec(&spec).expect_err("a CPU in two nodes must be refused");
     assert_eq!(e.kind(), TopologyErrorKind::DuplicateCpu);
-    assert_eq!(e.to_string(), format!("invalid topology spec {spec:?}: CPU {c} is in both node0 and node1"));
+    assert_eq!(
+        e.to_string(),
+        format!("invalid topology spec {spec:?}: CPU {c} is in both node0 and node1")
+    );
 
     fn runtime_from_spec(spec: &str) -> io::Result<Runtime> {
-        Builder::new().max_procs(2).topology(Topology::from_spec(spec)?).build()
+        Builder::new()
+            .max_procs(2)
+            .topology(Topology::from_spec(spec)?)
+            .build()
     }
     let e = runtime_from_spec(&spec).expect_err("no runtime over a bad spec");
     assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
-    assert!(e.to_string().contains(&format!("{spec:?}")) && e.to_string().contains("in both"), "{e}");
+    assert!(
+        e.to_string().contains(&format!("{spec:?}")) && e.to_string().contains("in both"),
+        "{e}"
+    );
 
     // Overlapping ranges are caught too, not just repeated singletons.
     if let Some(c) = first_cpus(2, "cpu_in_two_nodes_is_refused (ranges)") {
@@ -377,7 +440,12 @@ fn builder_refuses_cpu_in_two_nodes_from_env() {
     let c = allowed().first().unwrap();
     let spec = format!("{c};{c}");
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_build_with_env_topology", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "child_build_with_env_topology",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_ENV, &spec)
         .env(numa_rt_numa::ENV_VAR, &spec)
         .env_remove("NUMA_RT_MAXPROCS")
@@ -386,20 +454,34 @@ fn builder_refuses_cpu_in_two_nodes_from_env() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "child failed:\n{stdout}\n{stderr}");
-    assert!(stdout.contains("1 passed"), "the child test did not run:\n{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("1 passed"),
+        "the child test did not run:\n{stdout}\n{stderr}"
+    );
 }
 
 /// The child half of `builder_refuses_cpu_in_two_nodes_from_env`; does
 /// nothing in a normal run.
 #[test]
 fn child_build_with_env_topology() {
-    let Ok(spec) = std::env::var(CHILD_ENV) else { return };
-    let e = Builder::new().max_procs(2).build().expect_err("NUMA_RT_TOPOLOGY with a CPU in two nodes must be refused");
+    let Ok(spec) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let e = Builder::new()
+        .max_procs(2)
+        .build()
+        .expect_err("NUMA_RT_TOPOLOGY with a CPU in two nodes must be refused");
     assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
     let msg = e.to_string();
     assert!(msg.contains(numa_rt_numa::ENV_VAR), "{msg}");
-    assert!(msg.contains(&format!("{spec:?}")), "the message names the spec: {msg}");
-    assert!(msg.contains("in both node0 and node1"), "the message names the problem: {msg}");
+    assert!(
+        msg.contains(&format!("{spec:?}")),
+        "the message names the spec: {msg}"
+    );
+    assert!(
+        msg.contains("in both node0 and node1"),
+        "the message names the problem: {msg}"
+    );
 }
 
 /// A valid spec naming fewer CPUs than the process has (just the last
@@ -415,7 +497,10 @@ fn spec_with_fewer_cpus_is_honoured() {
     let want: CpuSet = [only].into_iter().collect();
     assert_eq!(o.thread_start.len(), 2);
     for aff in &o.thread_start {
-        assert_eq!(aff, &want, "every worker is bound to CPU {only} only (process has {cpus})");
+        assert_eq!(
+            aff, &want,
+            "every worker is bound to CPU {only} only (process has {cpus})"
+        );
     }
     for s in &o.samples {
         assert_eq!(s.node, Some(NodeId::from(0)), "{s:?}");
@@ -431,16 +516,26 @@ fn spec_with_fewer_cpus_is_honoured() {
 /// the node's P's on distinct cores, instead of being bound to the node.
 #[test]
 fn pin_cores_pins_each_worker_to_one_core_of_its_node() {
-    let Some(c) = first_cpus(2, "pin_cores_pins_each_worker_to_one_core_of_its_node") else { return };
+    let Some(c) = first_cpus(2, "pin_cores_pins_each_worker_to_one_core_of_its_node") else {
+        return;
+    };
     let t = Topology::from_spec(&format!("{},{}", c[0], c[1])).unwrap();
     assert_eq!(t.num_nodes(), 1);
     let o = observe(&t, 2, true);
     let mut pinned: Vec<Vec<usize>> = o.thread_start.iter().map(|a| a.iter().collect()).collect();
     pinned.sort();
-    assert_eq!(pinned, vec![vec![c[0]], vec![c[1]]], "each worker pinned to a different single core");
+    assert_eq!(
+        pinned,
+        vec![vec![c[0]], vec![c[1]]],
+        "each worker pinned to a different single core"
+    );
     for s in &o.samples {
         assert_eq!(s.node, Some(NodeId::from(0)), "{s:?}");
-        assert_eq!(s.affinity.len(), 1, "a task ran on an unpinned thread: {s:?}");
+        assert_eq!(
+            s.affinity.len(),
+            1,
+            "a task ran on an unpinned thread: {s:?}"
+        );
     }
 }
 
@@ -449,19 +544,32 @@ fn pin_cores_pins_each_worker_to_one_core_of_its_node() {
 /// thread; it is `Some` inside a task.
 #[test]
 fn current_node_is_none_outside_workers() {
-    let Some(c) = first_cpus(2, "current_node_is_none_outside_workers") else { return };
-    let rt = Builder::new().max_procs(2).topology(Topology::from_spec(&format!("{};{}", c[0], c[1])).unwrap()).build().unwrap();
+    let Some(c) = first_cpus(2, "current_node_is_none_outside_workers") else {
+        return;
+    };
+    let rt = Builder::new()
+        .max_procs(2)
+        .topology(Topology::from_spec(&format!("{};{}", c[0], c[1])).unwrap())
+        .build()
+        .unwrap();
     assert_eq!(current_node(), None, "plain thread");
     {
         let _g = rt.enter();
         assert_eq!(current_node(), None, "entered, not a worker");
     }
-    assert_eq!(rt.block_on(async { current_node() }), None, "block_on runs on the caller's thread");
+    assert_eq!(
+        rt.block_on(async { current_node() }),
+        None,
+        "block_on runs on the caller's thread"
+    );
     let blocking = rt.block_on(rt.spawn_blocking(current_node)).unwrap();
     assert_eq!(blocking, None, "a blocking-pool thread is not a worker");
     for node in 0..2 {
         let inside = rt.block_on(spawn_on_from_block_on(node));
-        assert!(inside.is_some_and(|n| n.index() < 2), "inside a task: {inside:?}");
+        assert!(
+            inside.is_some_and(|n| n.index() < 2),
+            "inside a task: {inside:?}"
+        );
     }
 }
 

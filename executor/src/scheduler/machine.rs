@@ -189,14 +189,16 @@ fn run(shared: Arc<Shared>, machine: Arc<Machine>, core: Option<BoxCore>, first_
     let _cx = context::enter_worker(&worker);
     let _reactor = numa_rt_reactor::context::enter(&shared.reactor);
     let mut core = core;
+    let mut last_p = None;
     loop {
         let c = match core.take() {
             Some(c) => c,
-            None => match wait_for_core(&shared, &machine) {
+            None => match wait_for_core(&shared, &machine, last_p) {
                 Some(c) => c,
                 None => break,
             },
         };
+        last_p = Some(c.index);
         worker.run_core(c);
         if shared.is_shutdown() {
             break;
@@ -210,10 +212,20 @@ fn run(shared: Arc<Shared>, machine: Arc<Machine>, core: Option<BoxCore>, first_
 }
 
 /// An M without a P waits in its node's pool for one (or exits after
-/// `M_KEEP_ALIVE`, or at shutdown).
-fn wait_for_core(shared: &Arc<Shared>, machine: &Arc<Machine>) -> Option<BoxCore> {
+/// `M_KEEP_ALIVE`, or at shutdown). If it lost P `last_p` (block_in_place),
+/// it also asks for that P back: the P's holder returns it when it would
+/// otherwise park (Go's exitsyscall reacquiring its old P). That keeps
+/// P↔M affinity, and it is how an M with pinned tasks gets to run them again.
+fn wait_for_core(
+    shared: &Arc<Shared>,
+    machine: &Arc<Machine>,
+    last_p: Option<usize>,
+) -> Option<BoxCore> {
     let pool = &shared.nodes[machine.node].idle_machines;
     pool.lock().unwrap().push(machine.clone());
+    if let Some(p) = last_p {
+        shared.procs[p].ask_back(machine);
+    }
     let mut slot = machine.handoff.lock().unwrap();
     loop {
         if let Some(c) = slot.take() {
@@ -226,7 +238,8 @@ fn wait_for_core(shared: &Arc<Shared>, machine: &Arc<Machine>) -> Option<BoxCore
         }
         let (s, t) = machine.cv.wait_timeout(slot, M_KEEP_ALIVE).unwrap();
         slot = s;
-        if t.timed_out() && slot.is_none() {
+        // An M with live pinned tasks never leaves: only it may run them.
+        if t.timed_out() && slot.is_none() && !machine.local.has_live_tasks() {
             let mut p = pool.lock().unwrap();
             let before = p.len();
             p.retain(|m| !Arc::ptr_eq(m, machine));
@@ -347,8 +360,8 @@ impl Worker {
                     return Some((core, t));
                 }
             }
-            // 7. Park.
-            core = self.park(core);
+            // 7. Park (or give the P back to the M that lent it).
+            core = self.park(core)?;
         }
     }
 
@@ -479,9 +492,15 @@ impl Worker {
     /// Releases the P, runs the barrier and re-check, then parks in the P's
     /// driver. Returns with the P held again, spinning if woken to spin.
     /// See docs/architecture.md, "Parking and the barrier".
-    fn park(&self, mut core: BoxCore) -> BoxCore {
+    fn park(&self, core: BoxCore) -> Option<BoxCore> {
         let shared = &*self.shared;
         let idx = core.index;
+        // Rather than idling, return the P to the M that gave it away.
+        let core = match self.give_back(core) {
+            Ok(()) => return None,
+            Err(c) => c,
+        };
+        let mut core = core;
         let was_spinning = core.spinning;
         shared.procs[idx].set_running(false);
         shared.idle.release(idx);
@@ -510,6 +529,34 @@ impl Worker {
             super::idle::Reclaim::Plain => {}
         }
         shared.procs[idx].set_running(true);
-        core
+        Some(core)
+    }
+
+    /// Hands `core` to the M waiting to get this P back, if there is one and
+    /// it is still in its pool (a concurrent handoff may have taken it).
+    fn give_back(&self, mut core: BoxCore) -> Result<(), BoxCore> {
+        let shared = &*self.shared;
+        let Some(m) = shared.procs[core.index].take_asker() else {
+            return Err(core);
+        };
+        if Arc::ptr_eq(&m, &self.machine) {
+            return Err(core);
+        }
+        let mut pool = shared.nodes[m.node].idle_machines.lock().unwrap();
+        let Some(pos) = pool.iter().position(|x| Arc::ptr_eq(x, &m)) else {
+            return Err(core);
+        };
+        pool.swap_remove(pos);
+        drop(pool);
+        if core.spinning {
+            core.spinning = false;
+            if shared.idle.stop_spinning() {
+                shared.wake_idle_p(core.node);
+            }
+        }
+        shared.procs[core.index].metrics.handbacks.incr();
+        *m.handoff.lock().unwrap() = Some(core);
+        m.cv.notify_one();
+        Ok(())
     }
 }

@@ -8,12 +8,13 @@
 //! (block_in_place, shutdown) is moving its `Box<Core>`.
 
 use super::inject::Inject;
+use super::machine::Machine;
 use crate::metrics::ProcCounters;
 use crate::queue;
 use crate::task::Runnable;
 use numa_rt_reactor::{Driver, Unparker};
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering::*};
+use std::sync::{Arc, Mutex};
 
 pub(crate) struct Processor {
     pub(crate) index: usize,
@@ -30,6 +31,12 @@ pub(crate) struct Processor {
     pub(crate) metrics: ProcCounters,
     /// Where a `Core` rests when no M holds it: only during shutdown.
     pub(crate) core_slot: Mutex<Option<Box<Core>>>,
+    /// The M that gave this P away (block_in_place) and wants it back;
+    /// `has_asker` lets the holder check without locking.
+    asker: Mutex<Option<Arc<Machine>>>,
+    /// Release on set, Acquire on check: pairs so the holder that sees true
+    /// finds the asker under the lock.
+    has_asker: AtomicBool,
 }
 
 pub(crate) struct Core {
@@ -68,6 +75,8 @@ impl Processor {
             running: AtomicBool::new(true),
             metrics: ProcCounters::default(),
             core_slot: Mutex::new(None),
+            asker: Mutex::new(None),
+            has_asker: AtomicBool::new(false),
         };
         let core = Box::new(Core {
             index,
@@ -82,6 +91,25 @@ impl Processor {
             batch: Vec::new(),
         });
         (p, core)
+    }
+
+    /// Records `m` as wanting this P back (the first asker wins).
+    pub(crate) fn ask_back(&self, m: &Arc<Machine>) {
+        let mut a = self.asker.lock().unwrap();
+        if a.is_none() {
+            *a = Some(m.clone());
+            self.has_asker.store(true, Release);
+        }
+    }
+
+    /// Takes the M waiting for this P, if any.
+    pub(crate) fn take_asker(&self) -> Option<Arc<Machine>> {
+        if !self.has_asker.load(Acquire) {
+            return None;
+        }
+        let mut a = self.asker.lock().unwrap();
+        self.has_asker.store(false, Relaxed);
+        a.take()
     }
 
     pub(crate) fn set_running(&self, running: bool) {
