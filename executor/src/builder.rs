@@ -194,11 +194,15 @@ impl Builder {
                 None => Topology::discover()?,
             },
         };
-        let node_of_p: Vec<usize> = numa_rt_numa::partition_procs(&topology, max_procs)
+        // Random per process (Vyukov: several processes must not all start
+        // on node 0): where outside work goes first, and which node gets the
+        // odd P when P's do not divide evenly.
+        let start = numa_rt_numa::random_start_node(topology.nodes().len());
+        let node_of_p: Vec<usize> = numa_rt_numa::partition_procs_from(&topology, max_procs, start)
             .into_iter()
             .map(usize::from)
             .collect();
-        let start_node = usize::from(numa_rt_numa::random_start_node(topology.nodes().len()));
+        let start_node = usize::from(start);
         let config = Config {
             thread_name: self.thread_name.clone(),
             thread_stack_size: self.thread_stack_size,

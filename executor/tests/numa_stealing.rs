@@ -8,9 +8,9 @@
 //! no task crosses nodes (counters stay at zero)."
 //!
 //! Both halves are written to be deterministic on any machine with two CPUs,
-//! under load too; the reasoning is next to each test. (c) is an ignored
-//! test for a bug: with fewer P's than nodes, work from outside the runtime
-//! is queued on a node without P's and waits there while the P's are busy.
+//! under load too; the reasoning is next to each test. (c): with fewer P's
+//! than nodes, work from outside the runtime must not be queued on a node
+//! without P's (where it would wait while the P's are busy).
 
 mod common;
 
@@ -468,7 +468,6 @@ impl Future for Parked {
 /// steady load. The busy task below gives up after `BUSY_BUDGET` polls
 /// (bounded), after which the P steals the stranded tasks and the test ends.
 #[test]
-#[ignore = "bug: outside spawns/wake-ups are queued on a node without P's and starve while the P's are busy; see the report"]
 fn outside_work_runs_while_busy_with_a_node_without_procs() {
     let Some(topology) =
         two_node_topology("outside_work_runs_while_busy_with_a_node_without_procs")

@@ -12,8 +12,8 @@
 //! stderr and pass vacuously. Four nodes need four CPUs; with fewer, the
 //! 4-node test checks that `split(4)` is refused instead.
 //!
-//! Also: `block_in_place` hands a P to an M of the P's node, and (ignored,
-//! a bug) the odd P of a partition should not always land on node 0.
+//! Also: `block_in_place` hands a P to an M of the P's node, and the odd P
+//! of a partition does not always land on node 0 (random per process).
 //!
 //! `NUMA_RT_TOPOLOGY` parsing is covered by tests/bad_input.rs and the numa
 //! crate; here the variable is only used (in a child process, so this
@@ -684,7 +684,6 @@ fn child_report_partition() {
 /// equal nodes: with a per-process random start, the chance that all 24
 /// put the odd P on node 0 is 2^-24.
 #[test]
-#[ignore = "bug: Builder::build partitions with partition_procs (ties to node 0), so every process puts its odd P on node 0; see the report"]
 fn partition_starts_on_a_random_node() {
     if first_cpus(2, "partition_starts_on_a_random_node").is_none() {
         return;

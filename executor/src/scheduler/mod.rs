@@ -62,6 +62,9 @@ pub(crate) struct Node {
     pub(crate) remote_order: Vec<usize>,
     /// Idle M's of this node with no P (the node's M pool).
     pub(crate) idle_machines: Mutex<Vec<Arc<Machine>>>,
+    /// The node whose queue serves work aimed at this one: itself, or the
+    /// nearest node with P's when `max_procs` left this node without any.
+    pub(crate) served_by: usize,
 }
 
 impl Shared {
@@ -89,11 +92,21 @@ impl Shared {
                 let dist = topology.nodes()[n].distances().to_vec();
                 let mut remote_order: Vec<usize> = (0..nnodes).filter(|&k| k != n).collect();
                 remote_order.sort_by_key(|&k| dist.get(k).copied().unwrap_or(u32::MAX));
+                let served_by = if len > 0 {
+                    n
+                } else {
+                    remote_order
+                        .iter()
+                        .copied()
+                        .find(|&k| node_of_p.contains(&k))
+                        .unwrap_or(0)
+                };
                 Node {
                     inject: Inject::new(),
                     procs: start..start + len,
                     remote_order,
                     idle_machines: Mutex::new(Vec::new()),
+                    served_by,
                 }
             })
             .collect();
@@ -218,11 +231,14 @@ impl Shared {
         if n == 1 {
             0
         } else {
-            (self.start_node + self.rr.fetch_add(1, Relaxed)) % n
+            // Nodes without P's are served by their nearest node with P's.
+            self.nodes[(self.start_node + self.rr.fetch_add(1, Relaxed)) % n].served_by
         }
     }
 
+    /// Queues `task` on `node` (or the node serving it, if it has no P's).
     pub(crate) fn push_node(&self, node: usize, task: Runnable) {
+        let node = self.nodes[node].served_by;
         self.nodes[node].inject.push(task);
         self.wake_idle_p(node);
     }
@@ -257,18 +273,25 @@ impl Shared {
         }
     }
 
-    /// Whether any run queue a parking M could take from holds work.
-    /// `all_procs`: also look into other P's local queues (only spinners do,
-    /// as in Go: the owners of those queues are running).
+    /// Whether any queue a parking M could take from holds work.
+    /// `all_procs` (spinners only, as in Go): also other nodes' queues and
+    /// other P's local queues.
     pub(crate) fn any_work(&self, me: usize, all_procs: bool) -> bool {
-        if !self.procs[me].inbox.is_empty() || self.nodes.iter().any(|n| !n.inject.is_empty()) {
+        let p = &self.procs[me];
+        if !p.inbox.is_empty() || !self.nodes[p.node].inject.is_empty() {
             return true;
         }
+        // Only a spinner may take from other nodes' queues and other P's: a
+        // non-spinning M that looked there could never take the work and
+        // would loop between here and `find_runnable` instead of sleeping.
+        // Work there is covered by the barrier: its submitter wakes an idle
+        // P to spin unless a spinner exists, and spinners look everywhere.
         all_procs
-            && self
-                .procs
-                .iter()
-                .any(|p| p.index != me && !p.steal.is_empty())
+            && (self.nodes.iter().any(|n| !n.inject.is_empty())
+                || self
+                    .procs
+                    .iter()
+                    .any(|q| q.index != me && !q.steal.is_empty()))
     }
 
     /// Begins shutdown: schedule calls drop tasks from now on, every parked M
