@@ -240,6 +240,9 @@ mod numa {
 
     /// One busy-owner round: the latency from the peer's write to the reply
     /// having been read.
+    // The owner task returns the reader's handle on purpose: the caller awaits
+    // it once the owner's busy loop is over.
+    #[allow(clippy::async_yields_async)]
     pub fn busy_owner(rt: &numa_rt::Runtime, listener: &std::net::TcpListener) -> Duration {
         let (ours, peer) = std_pair(listener);
         let (go, go_rx) = mpsc::channel();
@@ -430,6 +433,9 @@ mod tok {
     /// The same shape as numa_rt's: the busy task owns the connection and
     /// spawns the reader, then spins. (tokio puts the reader in the busy
     /// worker's LIFO slot, which other workers do not steal.)
+    // The owner task returns the reader's handle on purpose: the caller awaits
+    // it once the owner's busy loop is over.
+    #[allow(clippy::async_yields_async)]
     pub fn busy_owner(rt: &tokio::runtime::Runtime, listener: &std::net::TcpListener) -> Duration {
         let (ours, peer) = std_pair(listener);
         ours.set_nonblocking(true).unwrap();
