@@ -411,9 +411,19 @@ impl Driver {
             let tags = std::mem::take(&mut self.tags);
             for &tag in &tags {
                 if tag == UNPARK_TAG {
-                    // AcqRel pairs with the swap in `PState::unpark`.
-                    me.notified.swap(false, Ordering::AcqRel);
+                    // Drain the eventfd *before* resetting the flag. The other
+                    // order loses wake-ups: an unpark landing between the
+                    // reset and the drain sets the flag and signals, the drain
+                    // swallows that signal, and the flag stays set with the
+                    // counter at zero, so every later unpark skips signalling
+                    // and this M sleeps forever. In this order, an unpark
+                    // landing in between sees the flag still set and skips the
+                    // signal, which is fine: this M is returning and will look
+                    // at its queues. AcqRel pairs with the swap in
+                    // `PState::unpark` (the unparker's work happens-before
+                    // our queue reads, even when it skipped signalling).
                     sys::drain_counter(&me.unpark);
+                    me.notified.swap(false, Ordering::AcqRel);
                     progressed = true;
                 } else if tag as usize == self.index {
                     let io = me.io.lock().unwrap_or_else(|e| e.into_inner());
