@@ -83,6 +83,7 @@
 //! registered with it) is gone.
 
 pub(crate) mod io;
+mod notify;
 pub(crate) mod registration;
 pub(crate) mod timers;
 
@@ -132,7 +133,7 @@ pub(crate) struct PState {
     park: OwnedFd,
     unpark: OwnedFd,
     /// Set by `unpark` before signalling the eventfd, cleared by the parked M.
-    notified: AtomicBool,
+    notified: notify::Notify,
     /// True while the owner M blocks in the park epoll (helpers then skip it).
     parked: AtomicBool,
     /// The P's indexes this park epoll watches (same node, itself included).
@@ -173,7 +174,7 @@ impl Reactor {
                 timers: Timers::new(timerfd),
                 park,
                 unpark,
-                notified: AtomicBool::new(false),
+                notified: notify::Notify::new(),
                 parked: AtomicBool::new(false),
                 watched: 0,
             });
@@ -285,13 +286,8 @@ impl std::fmt::Debug for Reactor {
 
 impl PState {
     fn unpark(&self) {
-        // AcqRel: the Release half publishes whatever the unparker did before
-        // (e.g. queued a task) to the parked M, which resets the flag with an
-        // AcqRel swap before reading its queues; the Acquire half makes a
-        // skipped signal safe (the flag was already set and not yet consumed).
-        if !self.notified.swap(true, Ordering::AcqRel) {
-            sys::eventfd_signal(&self.unpark);
-        }
+        // The orderings and the protocol are in `notify`.
+        self.notified.unpark(|| sys::eventfd_signal(&self.unpark));
     }
 
     /// Polls the io poller (whose lock is held) without blocking and collects
@@ -411,19 +407,9 @@ impl Driver {
             let tags = std::mem::take(&mut self.tags);
             for &tag in &tags {
                 if tag == UNPARK_TAG {
-                    // Drain the eventfd *before* resetting the flag. The other
-                    // order loses wake-ups: an unpark landing between the
-                    // reset and the drain sets the flag and signals, the drain
-                    // swallows that signal, and the flag stays set with the
-                    // counter at zero, so every later unpark skips signalling
-                    // and this M sleeps forever. In this order, an unpark
-                    // landing in between sees the flag still set and skips the
-                    // signal, which is fine: this M is returning and will look
-                    // at its queues. AcqRel pairs with the swap in
-                    // `PState::unpark` (the unparker's work happens-before
-                    // our queue reads, even when it skipped signalling).
-                    sys::drain_counter(&me.unpark);
-                    me.notified.swap(false, Ordering::AcqRel);
+                    // Drain, then clear the flag: see `notify` for why the
+                    // order matters (the other one lost wake-ups for good).
+                    me.notified.consume(|| sys::drain_counter(&me.unpark));
                     progressed = true;
                 } else if tag as usize == self.index {
                     let io = me.io.lock().unwrap_or_else(|e| e.into_inner());
