@@ -20,73 +20,19 @@
 
 mod common;
 
-use common::{panic_message, HANG};
+use common::{block_on_guarded, panic_message, two_node_topology, Gate};
 use numa_rt_executor::numa::{current_node, spawn_on};
 use numa_rt_executor::task::yield_now;
 use numa_rt_executor::{spawn, Builder, Handle, JoinHandle, Runtime};
-use numa_rt_numa::{sys, NodeId, Topology};
-use std::future::Future;
+use numa_rt_numa::{NodeId, Topology};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
-use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::Instant;
+use std::sync::Arc;
 
 /// Probes per (target node, way of spawning).
 const PROBES: usize = 100;
 
 // ---------------------------------------------------------------- helpers
-
-/// "0;1" on this machine: the first two allowed CPUs as two nodes.
-fn two_node_topology(test: &str) -> Option<Topology> {
-    let cpus: Vec<usize> = sys::allowed_cpus().unwrap().iter().take(2).collect();
-    if cpus.len() < 2 {
-        eprintln!("{test}: skipped, two simulated nodes need two allowed CPUs");
-        return None;
-    }
-    Some(Topology::from_spec(&format!("{};{}", cpus[0], cpus[1])).unwrap())
-}
-
-/// Holds workers in `on_thread_start` until opened (or `HANG` passes).
-#[derive(Clone, Default)]
-struct Gate(Arc<(Mutex<bool>, Condvar)>);
-
-impl Gate {
-    fn wait(&self) {
-        let (open, cv) = &*self.0;
-        let deadline = Instant::now() + HANG;
-        let mut open = open.lock().unwrap();
-        while !*open {
-            let now = Instant::now();
-            if now >= deadline {
-                return;
-            }
-            open = cv.wait_timeout(open, deadline - now).unwrap().0;
-        }
-    }
-
-    fn open(&self) {
-        let (open, cv) = &*self.0;
-        *open.lock().unwrap() = true;
-        cv.notify_all();
-    }
-}
-
-/// Runs `f` to completion with `handle.block_on` on a helper thread, failing
-/// the test instead of hanging if it takes more than `HANG`.
-fn block_on_guarded<F>(handle: &Handle, what: &str, f: F) -> F::Output
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    let (tx, rx) = mpsc::channel();
-    let h = handle.clone();
-    std::thread::spawn(move || {
-        let _ = tx.send(h.block_on(f));
-    });
-    rx.recv_timeout(HANG)
-        .unwrap_or_else(|e| panic!("{what}: not done after {HANG:?} ({e})"))
-}
 
 async fn join_all<T: Send + 'static>(hs: Vec<JoinHandle<T>>) -> Vec<T> {
     let mut out = Vec::with_capacity(hs.len());

@@ -14,30 +14,18 @@
 
 mod common;
 
-use common::HANG;
+use common::{block_on_guarded, two_node_topology, Gate, HANG};
 use numa_rt_executor::numa::{current_node, spawn_on};
 use numa_rt_executor::task::yield_now;
-use numa_rt_executor::{spawn, Builder, Handle, NodeMetrics, Runtime};
-use numa_rt_numa::{sys, Topology};
+use numa_rt_executor::{spawn, Builder, NodeMetrics, Runtime};
 use std::future::Future;
 use std::hint::black_box;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
 
 // ---------------------------------------------------------------- helpers
-
-/// "0;1" on this machine: the first two allowed CPUs as two nodes.
-fn two_node_topology(test: &str) -> Option<Topology> {
-    let cpus: Vec<usize> = sys::allowed_cpus().unwrap().iter().take(2).collect();
-    if cpus.len() < 2 {
-        eprintln!("{test}: skipped, two simulated nodes need two allowed CPUs");
-        return None;
-    }
-    Some(Topology::from_spec(&format!("{};{}", cpus[0], cpus[1])).unwrap())
-}
 
 /// A little CPU work, so a poll takes long enough for an idle P to look.
 fn work(iters: u64) -> u64 {
@@ -46,47 +34,6 @@ fn work(iters: u64) -> u64 {
         x = black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
     }
     x
-}
-
-/// Holds workers in `on_thread_start` until opened (or `HANG` passes).
-#[derive(Clone, Default)]
-struct Gate(Arc<(Mutex<bool>, Condvar)>);
-
-impl Gate {
-    fn wait(&self) {
-        let (open, cv) = &*self.0;
-        let deadline = Instant::now() + HANG;
-        let mut open = open.lock().unwrap();
-        while !*open {
-            let now = Instant::now();
-            if now >= deadline {
-                return;
-            }
-            open = cv.wait_timeout(open, deadline - now).unwrap().0;
-        }
-    }
-
-    fn open(&self) {
-        let (open, cv) = &*self.0;
-        *open.lock().unwrap() = true;
-        cv.notify_all();
-    }
-}
-
-/// Runs `f` with `handle.block_on` on a helper thread; fails instead of
-/// hanging after `HANG`.
-fn block_on_guarded<F>(handle: &Handle, what: &str, f: F) -> F::Output
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    let (tx, rx) = mpsc::channel();
-    let h = handle.clone();
-    std::thread::spawn(move || {
-        let _ = tx.send(h.block_on(f));
-    });
-    rx.recv_timeout(HANG)
-        .unwrap_or_else(|e| panic!("{what}: not done after {HANG:?} ({e})"))
 }
 
 // ------------------------------------- (a) a saturated node and an idle one

@@ -22,7 +22,7 @@
 
 mod common;
 
-use common::HANG;
+use common::{Gate, HANG};
 use numa_rt_executor::numa::{current_node, spawn_on};
 use numa_rt_executor::task::yield_now;
 use numa_rt_executor::{Builder, Runtime};
@@ -31,8 +31,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
 
 // ---------------------------------------------------------------- helpers
 
@@ -51,34 +50,6 @@ fn first_cpus(n: usize, test: &str) -> Option<Vec<usize>> {
         return None;
     }
     Some(cpus)
-}
-
-/// Holds every worker thread in `on_thread_start` until opened, so the test
-/// can queue work before any processor looks for some. Opening is also done
-/// by `OpenOnDrop`, so a failing test never leaves workers waiting (they
-/// would also give up after `HANG`).
-#[derive(Clone, Default)]
-struct Gate(Arc<(Mutex<bool>, Condvar)>);
-
-impl Gate {
-    fn wait(&self) {
-        let (open, cv) = &*self.0;
-        let deadline = Instant::now() + HANG;
-        let mut open = open.lock().unwrap();
-        while !*open {
-            let now = Instant::now();
-            if now >= deadline {
-                return;
-            }
-            open = cv.wait_timeout(open, deadline - now).unwrap().0;
-        }
-    }
-
-    fn open(&self) {
-        let (open, cv) = &*self.0;
-        *open.lock().unwrap() = true;
-        cv.notify_all();
-    }
 }
 
 struct OpenOnDrop(Gate);

@@ -42,3 +42,62 @@ pub fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
         .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
         .unwrap_or_default()
 }
+
+// ------------------------------------------------------------ NUMA helpers
+
+use numa_rt_executor::Handle;
+use numa_rt_numa::{sys, Topology};
+use std::sync::mpsc;
+use std::sync::{Condvar, Mutex};
+use std::time::Instant;
+
+/// "0;1" on this machine: the first two allowed CPUs as two nodes.
+pub fn two_node_topology(test: &str) -> Option<Topology> {
+    let cpus: Vec<usize> = sys::allowed_cpus().unwrap().iter().take(2).collect();
+    if cpus.len() < 2 {
+        eprintln!("{test}: skipped, two simulated nodes need two allowed CPUs");
+        return None;
+    }
+    Some(Topology::from_spec(&format!("{};{}", cpus[0], cpus[1])).unwrap())
+}
+
+/// Holds workers in `on_thread_start` until opened (or `HANG` passes).
+#[derive(Clone, Default)]
+pub struct Gate(pub Arc<(Mutex<bool>, Condvar)>);
+
+impl Gate {
+    pub fn wait(&self) {
+        let (open, cv) = &*self.0;
+        let deadline = Instant::now() + HANG;
+        let mut open = open.lock().unwrap();
+        while !*open {
+            let now = Instant::now();
+            if now >= deadline {
+                return;
+            }
+            open = cv.wait_timeout(open, deadline - now).unwrap().0;
+        }
+    }
+
+    pub fn open(&self) {
+        let (open, cv) = &*self.0;
+        *open.lock().unwrap() = true;
+        cv.notify_all();
+    }
+}
+
+/// Runs `f` to completion with `handle.block_on` on a helper thread, failing
+/// the test instead of hanging if it takes more than `HANG`.
+pub fn block_on_guarded<F>(handle: &Handle, what: &str, f: F) -> F::Output
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let (tx, rx) = mpsc::channel();
+    let h = handle.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(h.block_on(f));
+    });
+    rx.recv_timeout(HANG)
+        .unwrap_or_else(|e| panic!("{what}: not done after {HANG:?} ({e})"))
+}
