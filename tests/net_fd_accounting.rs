@@ -73,9 +73,6 @@ fn ten_thousand_connections_leak_no_descriptors() {
 /// epoll, the park epoll, the unpark eventfd, the timerfd...) before `drop`
 /// returns.
 #[test]
-#[ignore = "bug: Runtime::drop returns before its M threads release their Arc<Shared> \
-            (machine::run drops its `shared` argument after the LiveGuard signalled \
-            the exit), so the reactor's descriptors close a moment after drop returns"]
 fn dropping_the_runtime_closes_its_descriptors() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     for round in 0..20 {

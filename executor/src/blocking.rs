@@ -163,7 +163,7 @@ impl Inner {
             .get()
             .and_then(|w| w.upgrade())
             .map(|shared| Handle { shared });
-        let _enter = handle.map(context::enter);
+        let enter = handle.map(context::enter);
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             if let Some(task) = st.queue.pop_front() {
@@ -186,8 +186,11 @@ impl Inner {
                 break;
             }
         }
-        st.threads -= 1;
+        // Let go of the runtime before shutdown can see this thread gone, so
+        // that the runtime (and its reactor's descriptors) can go with it.
         drop(st);
+        drop(enter);
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).threads -= 1;
         self.exited.notify_all();
     }
 }

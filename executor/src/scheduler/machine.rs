@@ -53,15 +53,22 @@ pub(crate) struct Machine {
 #[derive(Default)]
 pub(crate) struct Registry {
     threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
-    /// Live M threads; `exited` is signalled when one ends.
-    live: Mutex<usize>,
-    exited: Condvar,
+    /// Live M threads. Its own `Arc`, so an exiting M can signal it after
+    /// dropping every reference it held to the runtime (see `LiveGuard`).
+    live: Arc<Live>,
     next_id: AtomicUsize,
+}
+
+/// A count of live M threads and the condition signalled when one ends.
+#[derive(Default)]
+struct Live {
+    count: Mutex<usize>,
+    exited: Condvar,
 }
 
 impl Registry {
     pub(crate) fn live(&self) -> usize {
-        *self.live.lock().unwrap_or_else(|e| e.into_inner())
+        *self.live.count.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub(crate) fn wake_pooled(&self, nodes: &[super::Node]) {
@@ -82,16 +89,23 @@ impl Registry {
     /// thread not to wait for (shutdown called from a worker). Returns
     /// whether all exited.
     pub(crate) fn wait_all(&self, deadline: Option<Instant>, except: usize) -> bool {
-        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        let mut live = self.live.count.lock().unwrap_or_else(|e| e.into_inner());
         while *live > except {
             match deadline {
-                None => live = self.exited.wait(live).unwrap_or_else(|e| e.into_inner()),
+                None => {
+                    live = self
+                        .live
+                        .exited
+                        .wait(live)
+                        .unwrap_or_else(|e| e.into_inner())
+                }
                 Some(d) => {
                     let now = Instant::now();
                     if now >= d {
                         return false;
                     }
                     live = self
+                        .live
                         .exited
                         .wait_timeout(live, d - now)
                         .unwrap_or_else(|e| e.into_inner())
@@ -128,7 +142,7 @@ pub(crate) fn start(
     // drops the closure, and the core must not be dropped with it.
     let slot = std::sync::Arc::new(std::sync::Mutex::new(core));
     let theirs = slot.clone();
-    *shared.machines.live.lock().unwrap() += 1;
+    *shared.machines.live.count.lock().unwrap() += 1;
     let s = shared.clone();
     let spawned = b.spawn(move || {
         let core = theirs.lock().unwrap_or_else(|e| e.into_inner()).take();
@@ -151,7 +165,7 @@ pub(crate) fn start(
             Ok(())
         }
         Err(e) => {
-            *shared.machines.live.lock().unwrap() -= 1;
+            *shared.machines.live.count.lock().unwrap() -= 1;
             let core = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
             Err((e, core))
         }
@@ -171,16 +185,30 @@ pub(crate) fn handoff(shared: &Arc<Shared>, core: BoxCore) -> Result<(), BoxCore
     start(shared, node, Some(core)).map_err(|(_, c)| c.expect("a failed start returns its core"))
 }
 
-struct LiveGuard<'a>(&'a Registry);
-impl Drop for LiveGuard<'_> {
+/// Signals the M's exit to shutdown. It must drop after everything else the
+/// thread held (the runtime's `Arc`s, its reactor context), so that when
+/// `Runtime::drop` returns the M's references are gone and the reactor's
+/// descriptors close with the runtime.
+struct LiveGuard(Arc<Live>);
+impl Drop for LiveGuard {
     fn drop(&mut self) {
-        *self.0.live.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+        *self.0.count.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
         self.0.exited.notify_all();
     }
 }
 
 fn run(shared: Arc<Shared>, machine: Arc<Machine>, core: Option<BoxCore>, first_p: Option<usize>) {
-    let _live = LiveGuard(&shared.machines);
+    let live = LiveGuard(shared.machines.live.clone());
+    run_machine(shared, machine, core, first_p);
+    drop(live);
+}
+
+fn run_machine(
+    shared: Arc<Shared>,
+    machine: Arc<Machine>,
+    core: Option<BoxCore>,
+    first_p: Option<usize>,
+) {
     crate::numa::bind_machine(&shared, machine.node, first_p);
     if let Some(f) = &shared.config.on_thread_start {
         f();
