@@ -226,8 +226,10 @@ fn run_machine(
                 None => break,
             },
         };
-        last_p = Some(c.index);
-        worker.run_core(c);
+        let index = c.index;
+        // Ask for the P back only if block_in_place lent it away; a P this
+        // M gave back (or left at shutdown) stays where it went.
+        last_p = worker.run_core(c).then_some(index);
         if shared.is_shutdown() {
             break;
         }
@@ -282,7 +284,8 @@ fn wait_for_core(
 
 impl Worker {
     /// Runs tasks on `core` until the core is handed away or shutdown.
-    fn run_core(&self, mut core: BoxCore) {
+    /// Returns true if `block_in_place` lent the P to another M.
+    fn run_core(&self, mut core: BoxCore) -> bool {
         let index = core.index;
         self.machine.local.set_machine_p(index);
         self.shared.procs[index]
@@ -291,19 +294,20 @@ impl Worker {
             .store(self.machine.id, Relaxed);
         numa_rt_reactor::context::set_current_p(Some(index));
         self.shared.procs[index].set_running(true);
-        loop {
+        let lent = loop {
             let task;
             (core, task) = match self.find_runnable(core) {
                 Some(x) => x,
-                None => break,
+                None => break false, // shutdown, or given back
             };
             core = match self.run_task(core, task) {
                 Some(c) => c,
-                None => break, // handed off by block_in_place
+                None => break true, // lent by block_in_place
             };
-        }
+        };
         self.machine.local.set_machine_p(usize::MAX);
         numa_rt_reactor::context::set_current_p(None);
+        lent
     }
 
     fn run_task(&self, mut core: BoxCore, task: Runnable) -> Option<BoxCore> {
