@@ -2,7 +2,9 @@
 """Markdown tables of criterion results: the medians, and numa_rt's ratios.
 
 Reads every `<criterion dir>/**/new/benchmark.json` (which names the group
-and function) with the `estimates.json` beside it, and prints, per group:
+and function) with the `estimates.json` beside it, and prints, per group of
+benches/rt_multi_threaded.rs and benches/numa_mode.rs (all groups with
+--all):
 
 - groups with a `numa_rt` function (benches/rt_multi_threaded.rs): the
   median of numa_rt, tokio and async_executor, and the ratios
@@ -16,6 +18,7 @@ Usage:
     python3 benches/summarize.py                # one table per group
     python3 benches/summarize.py --compact      # one row per group, README style
     python3 benches/summarize.py --group 'numa_mode/'   # groups matching a regex
+    python3 benches/summarize.py --all          # also other benches' groups
     python3 benches/summarize.py path/to/target/criterion
 
 The criterion directory defaults to $CARGO_TARGET_DIR/criterion, else
@@ -56,7 +59,12 @@ def default_criterion_dir():
 
 
 def load(criterion_dir):
-    """{group_id: {function_id: (median_ns, mtime)}}"""
+    """{group: {function: (median_ns, mtime)}}
+
+    A benchmark id `group/<case>/<runtime>` (criterion's
+    `BenchmarkId::new(case, runtime)`) becomes the row `group/<case>` with
+    the function `<runtime>`, so parameterized groups compare runtimes too.
+    """
     groups = {}
     for bench_json in criterion_dir.glob("**/new/benchmark.json"):
         estimates = bench_json.with_name("estimates.json")
@@ -69,11 +77,20 @@ def load(criterion_dir):
             print(f"skipping {bench_json.parent}: {e}", file=sys.stderr)
             continue
         group = bench.get("group_id")
-        function = bench.get("function_id") or bench.get("value_str") or group
-        if bench.get("function_id") and bench.get("value_str"):
-            function = f"{bench['function_id']}/{bench['value_str']}"
+        function = "/".join(x for x in (bench.get("function_id"), bench.get("value_str")) if x) or group
+        case, _, last = function.rpartition("/")
+        if case and last in RUNTIMES:
+            group, function = f"{group}/{case}", last
         groups.setdefault(group, {})[function] = (median, estimates.stat().st_mtime)
     return groups
+
+
+def is_ours(group):
+    """A group of benches/rt_multi_threaded.rs or benches/numa_mode.rs."""
+    parts = group.split("/")
+    if parts[0] == "numa_mode":
+        parts = parts[1:]
+    return bool(parts) and parts[0] in WORKLOADS
 
 
 def group_order(name):
@@ -95,6 +112,8 @@ def fmt_ratio(a, b):
     if a is None or b is None or b == 0:
         return "–"
     r = a / b
+    if r < 0.1:
+        return f"{r:.2g}"
     return f"{r:.2f}" if r < 10 else f"{r:.0f}"
 
 
@@ -151,12 +170,19 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("criterion_dir", nargs="?", type=Path, default=default_criterion_dir())
     ap.add_argument("--group", help="only groups whose name matches this regex")
+    ap.add_argument(
+        "--all",
+        action="store_true",
+        help="every group criterion has results for, not only those of rt_multi_threaded and numa_mode",
+    )
     ap.add_argument("--compact", action="store_true", help="one table per kind of group, one row per group")
     args = ap.parse_args()
 
     if not args.criterion_dir.is_dir():
         sys.exit(f"no criterion results in {args.criterion_dir}: run `cargo bench` first")
     groups = load(args.criterion_dir)
+    if not args.all:
+        groups = {g: fs for g, fs in groups.items() if is_ours(g)}
     if args.group:
         pattern = re.compile(args.group)
         groups = {g: fs for g, fs in groups.items() if pattern.search(g)}
