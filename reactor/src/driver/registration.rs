@@ -161,6 +161,34 @@ impl<S: AsRawFd> PollEvented<S> {
         }
     }
 
+    /// Like [`poll_io`](Self::poll_io) for stream reads and writes of `len`
+    /// bytes: a transfer shorter than asked (but not 0, which is end of file
+    /// for reads) means the socket is drained (edge-triggered: no more data,
+    /// or no more send-buffer room), so readiness is cleared right away
+    /// instead of costing one more syscall that returns `WouldBlock` (tokio
+    /// does the same). Readiness that arrived meanwhile is kept (ticks).
+    pub(crate) fn poll_stream_io(
+        &self,
+        cx: &mut Context<'_>,
+        dir: Direction,
+        len: usize,
+        mut op: impl FnMut(&S) -> io::Result<usize>,
+    ) -> Poll<io::Result<usize>> {
+        ready!(coop::poll_proceed(cx));
+        let reg = self.registration()?;
+        loop {
+            let ev = ready!(reg.poll_ready(cx, dir))?;
+            match op(&self.io) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => reg.io.clear_readiness(ev),
+                Ok(n) if n > 0 && n < len => {
+                    reg.io.clear_readiness(ev);
+                    return Poll::Ready(Ok(n));
+                }
+                r => return Poll::Ready(r),
+            }
+        }
+    }
+
     /// Deregisters and returns the socket (still in nonblocking mode).
     pub(crate) fn into_inner(self) -> S {
         let PollEvented { reg, io, .. } = self;

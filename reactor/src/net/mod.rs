@@ -148,8 +148,11 @@ macro_rules! stream_impls {
                 buf: &mut [u8],
             ) -> std::task::Poll<std::io::Result<usize>> {
                 use std::io::Read;
+                let len = buf.len();
                 self.io
-                    .poll_io(cx, $crate::driver::io::Direction::Read, |mut s| s.read(buf))
+                    .poll_stream_io(cx, $crate::driver::io::Direction::Read, len, |mut s| {
+                        s.read(buf)
+                    })
             }
             fn poll_write_priv(
                 &self,
@@ -157,8 +160,9 @@ macro_rules! stream_impls {
                 buf: &[u8],
             ) -> std::task::Poll<std::io::Result<usize>> {
                 use std::io::Write;
+                let len = buf.len();
                 self.io
-                    .poll_io(cx, $crate::driver::io::Direction::Write, |mut s| {
+                    .poll_stream_io(cx, $crate::driver::io::Direction::Write, len, |mut s| {
                         s.write(buf)
                     })
             }
@@ -168,8 +172,9 @@ macro_rules! stream_impls {
                 bufs: &[std::io::IoSlice<'_>],
             ) -> std::task::Poll<std::io::Result<usize>> {
                 use std::io::Write;
+                let len = bufs.iter().map(|b| b.len()).sum();
                 self.io
-                    .poll_io(cx, $crate::driver::io::Direction::Write, |mut s| {
+                    .poll_stream_io(cx, $crate::driver::io::Direction::Write, len, |mut s| {
                         s.write_vectored(bufs)
                     })
             }
