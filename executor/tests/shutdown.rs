@@ -49,11 +49,13 @@ fn pinned_tasks_are_dropped_on_their_thread() {
     let (tx, rx) = std::sync::mpsc::channel();
     drop(rt.spawn(async move {
         for _ in 0..10 {
-            let d = d.clone();
+            // The counter is captured, not built inside the block: a pinned
+            // task may still be unpolled when shutdown drops it.
+            let counter = DropCount(d.clone());
             let rc = std::rc::Rc::new(());
             drop(spawn_local(async move {
-                let _rc = rc;
-                Forever(DropCount(d)).await
+                let _keep = (counter, rc);
+                std::future::pending::<()>().await
             }));
         }
         tx.send(()).unwrap();
