@@ -110,6 +110,8 @@ pub(crate) trait Overflow<T> {
 
 impl Inner {
     fn len(&self) -> usize {
+        // A racy snapshot; Acquire pairs with the Release updates of head
+        // (consumers' CAS) and tail (the owner's store).
         let h = self.head.load(Acquire);
         let t = self.tail.load(Acquire);
         t.wrapping_sub(h) as usize
@@ -232,6 +234,7 @@ impl<T: RawTask> Local<T> {
         wait: impl Fn(),
     ) -> Option<(T, usize)> {
         let dst_tail = self.inner.tail.load(Relaxed);
+        // Acquire pairs with consumers' Release CAS of our head (room check only).
         let dst_head = self.inner.head.load(Acquire);
         debug_assert!(
             dst_tail.wrapping_sub(dst_head) as usize <= CAPACITY / 2,
@@ -252,6 +255,7 @@ impl<T: RawTask> Local<T> {
                 if !take_runnext {
                     return None;
                 }
+                // Acquire pairs with the victim's Release swap into runnext.
                 let next = src.runnext.load(Acquire);
                 if next.is_null() {
                     return None;
@@ -316,6 +320,7 @@ impl<T: RawTask> Steal<T> {
 
     /// Whether the ring and `runnext` look empty (a racy snapshot).
     pub(crate) fn is_empty(&self) -> bool {
+        // Acquire pairs with the owner's Release swap into runnext.
         self.inner.len() == 0 && self.inner.runnext.load(Acquire).is_null()
     }
 }

@@ -248,6 +248,8 @@ impl Handle {
                     None => break,
                 }
             }
+            // Acquire pairs with the wakers' Release store; a wake after this
+            // check unparks the thread, so park returns at once.
             if !ran && !notified.load(Acquire) && local.is_empty() {
                 std::thread::park();
             }
