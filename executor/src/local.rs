@@ -38,7 +38,7 @@ enum OwnerWake {
     /// An M: wake the driver of the P it holds.
     Machine {
         shared: std::sync::Weak<Shared>,
-        machine_p: Arc<AtomicUsize>,
+        machine_p: AtomicUsize,
     },
     /// A thread in `block_on`.
     Thread {
@@ -48,8 +48,8 @@ enum OwnerWake {
 }
 
 impl LocalQueue {
-    /// The queue of a new M (the owner is set when the M's thread starts:
-    /// see `adopt`). `machine_p` mirrors the M's held P.
+    /// The queue of a new M; call it on the M's own thread (the caller
+    /// becomes the owner).
     pub(crate) fn for_machine(shared: &Arc<Shared>) -> Arc<LocalQueue> {
         Arc::new(LocalQueue {
             owner: std::thread::current().id(),
@@ -58,7 +58,7 @@ impl LocalQueue {
             closed: AtomicBool::new(false),
             wake: OwnerWake::Machine {
                 shared: Arc::downgrade(shared),
-                machine_p: Arc::new(AtomicUsize::new(usize::MAX)),
+                machine_p: AtomicUsize::new(usize::MAX),
             },
             tasks: Registry::new(1),
         })
@@ -106,7 +106,7 @@ impl LocalQueue {
         let mut q = self.queue.lock().unwrap();
         if self.closed.load(Relaxed) {
             drop(q);
-            if std::thread::current().id() == self.owner_id() {
+            if std::thread::current().id() == self.owner {
                 drop(task);
             } else {
                 // A `!Send` future may not be dropped here; see the module docs.
@@ -118,10 +118,6 @@ impl LocalQueue {
         self.len.store(q.len(), Release);
         drop(q);
         self.wake_owner();
-    }
-
-    fn owner_id(&self) -> ThreadId {
-        self.owner
     }
 
     fn wake_owner(&self) {

@@ -138,9 +138,20 @@ pub(crate) trait StreamOps {
 }
 
 /// Implements `StreamOps` for a wrapper whose field `io` is a
-/// `PollEvented<mio socket>`, and the futures-io traits for it and `&it`.
+/// `PollEvented<mio socket>`, the futures-io traits for it and `&it`, and
+/// `AsRawFd`/`AsFd`.
 macro_rules! stream_impls {
     ($ty:ty) => {
+        impl std::os::fd::AsRawFd for $ty {
+            fn as_raw_fd(&self) -> std::os::fd::RawFd {
+                std::os::fd::AsRawFd::as_raw_fd(self.io.get_ref())
+            }
+        }
+        impl std::os::fd::AsFd for $ty {
+            fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+                std::os::fd::AsFd::as_fd(self.io.get_ref())
+            }
+        }
         impl $crate::net::StreamOps for $ty {
             fn poll_read_priv(
                 &self,

@@ -213,18 +213,6 @@ impl TcpStream {
 
 stream_impls!(TcpStream);
 
-impl AsRawFd for TcpStream {
-    fn as_raw_fd(&self) -> RawFd {
-        self.io.get_ref().as_raw_fd()
-    }
-}
-
-impl AsFd for TcpStream {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.io.get_ref().as_fd()
-    }
-}
-
 /// The owned read half of a [`TcpStream`] (from [`TcpStream::into_split`]).
 pub type OwnedReadHalf = super::OwnedReadHalf<TcpStream>;
 /// The owned write half of a [`TcpStream`]; dropping it shuts writing down.

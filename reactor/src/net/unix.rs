@@ -158,18 +158,6 @@ impl UnixStream {
 
 stream_impls!(UnixStream);
 
-impl AsRawFd for UnixStream {
-    fn as_raw_fd(&self) -> RawFd {
-        self.io.get_ref().as_raw_fd()
-    }
-}
-
-impl AsFd for UnixStream {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.io.get_ref().as_fd()
-    }
-}
-
 /// The owned read half of a [`UnixStream`] (from [`UnixStream::into_split`]).
 pub type OwnedReadHalf = super::OwnedReadHalf<UnixStream>;
 /// The owned write half of a [`UnixStream`]; dropping it shuts writing down.
