@@ -174,15 +174,16 @@ where
 {
     let q = queue.clone();
     let id = Id::next();
-    let slot = queue.tasks.reserve(id.as_u64());
     let registry = queue.tasks.clone();
-    let (runnable, task) = async_task::Builder::new()
-        .metadata(TaskMeta { id })
-        .spawn_local(
-            move |_| Tracked::new(CatchUnwind::new(future), registry, slot),
-            move |r| q.push(r),
-        );
-    if queue.tasks.fill(&slot, runnable.waker()) {
+    let (runnable, task, live) = queue.tasks.insert(id.as_u64(), |slot| {
+        async_task::Builder::new()
+            .metadata(TaskMeta { id })
+            .spawn_local(
+                move |_| Tracked::new(CatchUnwind::new(future), registry, slot),
+                move |r| q.push(r),
+            )
+    });
+    if live {
         queue.push(runnable);
     }
     JoinHandle::new(task)

@@ -156,15 +156,16 @@ impl Shared {
     {
         let shared = self.clone();
         let id = Id::next();
-        let slot = self.tasks.reserve(id.as_u64());
         let registry = self.tasks.clone();
-        let (runnable, task) = async_task::Builder::new().metadata(TaskMeta { id }).spawn(
-            move |_| Tracked::new(CatchUnwind::new(future), registry, slot),
-            async_task::WithInfo(move |r, info: async_task::ScheduleInfo| {
-                shared.schedule(r, info.woken_while_running)
-            }),
-        );
-        if !self.tasks.fill(&slot, runnable.waker()) {
+        let (runnable, task, live) = self.tasks.insert(id.as_u64(), |slot| {
+            async_task::Builder::new().metadata(TaskMeta { id }).spawn(
+                move |_| Tracked::new(CatchUnwind::new(future), registry, slot),
+                async_task::WithInfo(move |r, info: async_task::ScheduleInfo| {
+                    shared.schedule(r, info.woken_while_running)
+                }),
+            )
+        });
+        if !live {
             // Spawned after shutdown: dropping the runnable drops the future.
             drop(runnable);
             return JoinHandle::new(task);

@@ -13,6 +13,7 @@
 //! registry holds exactly the tasks whose futures are alive. Entries are
 //! sharded by slot to keep spawns on different P's off each other's locks.
 
+use super::Runnable;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -48,9 +49,15 @@ impl Registry {
         })
     }
 
-    /// Reserves an entry for a task about to be spawned (`hint` spreads
-    /// tasks over shards, e.g. the task id).
-    pub(crate) fn reserve(&self, hint: u64) -> Slot {
+    /// Spawns a task through `spawn` (given its entry) and records its
+    /// waker, under one lock of one shard (`hint` spreads tasks over shards,
+    /// e.g. the task id). Returns false if the registry is closed: the
+    /// caller drops the runnable, whose `Tracked` future then frees the entry.
+    pub(crate) fn insert<T>(
+        &self,
+        hint: u64,
+        spawn: impl FnOnce(Slot) -> (Runnable, T),
+    ) -> (Runnable, T, bool) {
         let shard = (hint as usize) % self.shards.len();
         let mut s = self.shards[shard].lock().unwrap_or_else(|e| e.into_inner());
         let index = match s.free.pop() {
@@ -60,23 +67,15 @@ impl Registry {
                 s.entries.len() - 1
             }
         };
-        Slot { shard, index }
-    }
-
-    /// Fills a reserved entry. Returns false if the registry is closed (the
-    /// caller drops the task).
-    pub(crate) fn fill(&self, slot: &Slot, waker: Waker) -> bool {
-        let mut s = self.shards[slot.shard]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        // Checked under the shard lock that `close` also takes.
+        // Allocating the task under the lock is fine: `spawn` only builds the
+        // future, it never wakes or drops a task (which could re-enter here).
+        let (runnable, task) = spawn(Slot { shard, index });
+        // Checked under the shard lock that `close_and_wake_all` also takes.
         if self.closed.load(std::sync::atomic::Ordering::Relaxed) {
-            return false;
+            return (runnable, task, false);
         }
-        if let Some(e) = s.entries.get_mut(slot.index) {
-            *e = Some(waker);
-        }
-        true
+        s.entries[index] = Some(runnable.waker());
+        (runnable, task, true)
     }
 
     fn remove(&self, slot: &Slot) {
