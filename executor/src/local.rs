@@ -136,7 +136,7 @@ impl LocalQueue {
                     // before its re-check; `take_specific` takes that lock
                     // after our push, so one of the two sees the other.
                     if shared.idle.take_specific(p) {
-                        shared.procs[p].unparker.unpark();
+                        shared.unpark(p);
                     }
                 }
             }

@@ -45,6 +45,9 @@ pub(crate) struct ProcCounters {
     pub(crate) local_steals: Counter,
     pub(crate) remote_steals: Counter,
     pub(crate) parks: Counter,
+    /// Written by wakers on any thread (`incr_shared`).
+    pub(crate) unparks: Counter,
+    pub(crate) spurious_wakeups: Counter,
     pub(crate) root_tasks_received: Counter,
     pub(crate) handbacks: Counter,
     /// The id of the M that last held this P.
@@ -79,8 +82,20 @@ pub struct ProcMetrics {
     pub local_steals: u64,
     /// Successful steals from another node (its queue or its P's).
     pub remote_steals: u64,
-    /// Times this P's M parked.
+    /// Times this P's M parked (blocked in its driver).
     pub parks: u64,
+    /// Times a waker unparked this P's M: new work for it to spin on, a push
+    /// to its inbox or to its M's pinned queue, shutdown.
+    pub unparks: u64,
+    /// Times this P's M woke from a park and found nothing to run before it
+    /// parked again. Each one is a context switch that bought nothing.
+    pub spurious_wakeups: u64,
+    /// Times this P's M, parked as its node's watcher, drained a busy P's
+    /// poller (an I/O event or due timer of that P, run here instead).
+    pub helps: u64,
+    /// Times this P's M left its park as its node's watcher and handed the
+    /// role to another parked M (an `epoll_ctl` pair, no wake-up).
+    pub watch_handoffs: u64,
     /// Root tasks (spawned right after an accept) sent to this P round-robin.
     pub root_tasks_received: u64,
     /// Times this P went back to the M that lent it away in `block_in_place`.
@@ -103,10 +118,24 @@ pub struct NodeMetrics {
     pub tasks_polled: u64,
     /// Successful steals between P's of this node.
     pub local_steals: u64,
-    /// Steals by this node's P's from other nodes.
+    /// Steals by this node's P's from other nodes (cross-node steals).
     pub remote_steals: u64,
+    /// Parks of the node's M's.
+    pub parks: u64,
+    /// Unparks of the node's M's.
+    pub unparks: u64,
+    /// Wake-ups of the node's M's that found nothing to run.
+    pub spurious_wakeups: u64,
+    /// Busy P's pollers drained by the node's watcher.
+    pub helps: u64,
     /// Tasks in the node's global queue now.
     pub queue_depth: usize,
+    /// The node's idle P's now.
+    pub idle_procs: usize,
+    /// The node's spinning M's now.
+    pub spinning_machines: usize,
+    /// The P whose parked M watches the node's busy pollers now, if any.
+    pub watcher: Option<usize>,
 }
 
 impl RuntimeMetrics {
@@ -154,6 +183,7 @@ impl RuntimeMetrics {
     pub fn proc(&self, index: usize) -> ProcMetrics {
         let p = &self.shared.procs[index];
         let m = &p.metrics;
+        let driver = self.shared.reactor.driver_stats(index);
         ProcMetrics {
             index,
             node: p.node,
@@ -165,6 +195,10 @@ impl RuntimeMetrics {
             local_steals: m.local_steals.get(),
             remote_steals: m.remote_steals.get(),
             parks: m.parks.get(),
+            unparks: m.unparks.get(),
+            spurious_wakeups: m.spurious_wakeups.get(),
+            helps: driver.helps,
+            watch_handoffs: driver.watch_handoffs,
             root_tasks_received: m.root_tasks_received.get(),
             handbacks: m.handbacks.get(),
             local_queue_depth: p.steal.len(),
@@ -188,7 +222,14 @@ impl RuntimeMetrics {
             tasks_polled: procs.iter().map(|p| p.tasks_polled).sum(),
             local_steals: procs.iter().map(|p| p.local_steals).sum(),
             remote_steals: procs.iter().map(|p| p.remote_steals).sum(),
+            parks: procs.iter().map(|p| p.parks).sum(),
+            unparks: procs.iter().map(|p| p.unparks).sum(),
+            spurious_wakeups: procs.iter().map(|p| p.spurious_wakeups).sum(),
+            helps: procs.iter().map(|p| p.helps).sum(),
             queue_depth: nd.inject.len(),
+            idle_procs: self.shared.idle.node_npidle(n),
+            spinning_machines: self.shared.idle.node_nmspinning(n),
+            watcher: self.shared.reactor.watcher(n),
         }
     }
 }

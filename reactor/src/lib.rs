@@ -28,7 +28,7 @@ pub mod net;
 mod sys;
 pub mod time;
 
-pub use driver::{Driver, Reactor, Unparker};
+pub use driver::{Driver, DriverStats, Reactor, Unparker};
 
 #[cfg(test)]
 mod tests {

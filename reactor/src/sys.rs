@@ -1,8 +1,9 @@
 //! Every raw system call the reactor makes, in one place.
 //!
 //! mio covers the io pollers and the sockets; what it does not expose lives
-//! here: the "park epoll" of each P (level-triggered, watching epoll fds, which
-//! mio's edge-triggered `Poll` cannot express), the eventfd that unparks a
+//! here: the "park epoll" of each P and the "watch epoll" of each node
+//! (level-triggered, holding epoll fds, which mio's edge-triggered `Poll`
+//! cannot express), the eventfd that unparks a
 //! driver, and the timerfd that carries a P's earliest timer deadline. All
 //! descriptors are created close-on-exec and nonblocking and are owned by
 //! [`OwnedFd`]s, so they close when the reactor drops.
@@ -38,7 +39,7 @@ pub(crate) fn epoll_create() -> io::Result<OwnedFd> {
 ///
 /// `EPOLLEXCLUSIVE` would make one waiter wake per event, but Linux rejects it
 /// (`EINVAL`) when the target is itself an epoll instance, which is exactly
-/// what the park epolls watch; see the driver's design notes.
+/// what the park and watch epolls hold; see the driver's design notes.
 pub(crate) fn epoll_add_level(epoll: &OwnedFd, fd: RawFd, data: u64) -> io::Result<()> {
     let mut ev = libc::epoll_event {
         events: libc::EPOLLIN as u32,
@@ -47,6 +48,35 @@ pub(crate) fn epoll_add_level(epoll: &OwnedFd, fd: RawFd, data: u64) -> io::Resu
     // SAFETY: both descriptors are valid for the call and `ev` is a valid
     // epoll_event that the kernel only reads.
     cvt(unsafe { libc::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
+    Ok(())
+}
+
+/// Turns `fd`'s entry in `epoll` on (level-triggered input) or off. An entry
+/// that is off stays registered but never reports, so no wake-up goes
+/// through it; switching costs no loop check, unlike a delete and re-add.
+pub(crate) fn epoll_set_level(epoll: &OwnedFd, fd: RawFd, data: u64, on: bool) -> io::Result<()> {
+    let mut ev = libc::epoll_event {
+        events: if on { libc::EPOLLIN as u32 } else { 0 },
+        u64: data,
+    };
+    // SAFETY: both descriptors are valid for the call and `ev` is a valid
+    // epoll_event that the kernel only reads.
+    cvt(unsafe { libc::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_MOD, fd, &mut ev) })?;
+    Ok(())
+}
+
+/// Removes `fd` from `epoll`.
+pub(crate) fn epoll_del(epoll: &OwnedFd, fd: RawFd) -> io::Result<()> {
+    // SAFETY: both descriptors are valid for the call; EPOLL_CTL_DEL ignores
+    // the event pointer, which may be null since Linux 2.6.9.
+    cvt(unsafe {
+        libc::epoll_ctl(
+            epoll.as_raw_fd(),
+            libc::EPOLL_CTL_DEL,
+            fd,
+            std::ptr::null_mut(),
+        )
+    })?;
     Ok(())
 }
 

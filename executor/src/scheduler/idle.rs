@@ -1,15 +1,62 @@
-//! Coordinates idle processors and spinning machines (Go's `sched.pidle`,
-//! `npidle`, `nmspinning`, `wakep`).
+//! Coordinates idling workers: idle processors and spinning machines, per
+//! NUMA node (Go's `sched.pidle`, `npidle`, `nmspinning` and `wakep`, split by
+//! node as Vyukov's design asks). This is the one place that explains park
+//! and wake; docs/architecture.md ("Idle P's and parked M's") has the same
+//! essay with the measurements, and the code on both sides points back here.
 //!
-//! An idle P keeps its M: the M is parked in the P's driver (its poller).
-//! Waking an idle P therefore means taking it off the idle list and calling
-//! its driver's `Unparker`; the M that wakes up knows from the state left
-//! here whether it was woken to spin (look for work to steal) or by its own
-//! I/O, timers or a targeted push.
+//! # Who sleeps where
+//!
+//! Every P always has exactly one M. An idle P is on its node's idle list and
+//! its M blocks in the P's driver (reactor crate, `driver` module), in an
+//! epoll holding only the P's unpark eventfd and its own io poller — plus,
+//! for one parked M per node (the *watcher*), the node's watch epoll, which
+//! reports events on the pollers of the node's busy P's. So:
+//!
+//! - an I/O event or due timer of an idle P wakes that P's M and nobody else;
+//! - an event on a busy P's poller wakes the watcher alone, which runs the
+//!   woken tasks on its own P (it *helps*);
+//! - new work wakes at most one M: [`Idle::try_claim_spinner`] succeeds for
+//!   one submitter at a time per node, and only while the node has an idle P
+//!   and no spinning M;
+//! - tasks fired by a driver are queued on the P whose M fired them without
+//!   waking anybody; only if more than one is then queued does that M wake one
+//!   spinner to share them (tokio's rule; Go's `startIdle` wakes one per extra
+//!   goroutine). At one connection this is what keeps a request at one
+//!   context switch.
+//!
+//! # Per node
+//!
+//! `npidle` and `nmspinning` are kept per node. New work on node N (its
+//! queue, a P of it) claims a spinner of node N; only when node N has no
+//! idle P and no spinning M (every P of it busy) does the submitter wake an
+//! idle P of another node, nearest first. A spinning M steals from another
+//! node only when that node has no idle P and no spinning M
+//! ([`Idle::saturated`]): work placed on a node with `spawn_on` starts there
+//! while that node has anyone to take it, even while the other node spins.
+//! Spinning is limited per node by Go's rule: at most half the node's busy
+//! P's may have a spinning M.
+//!
+//! # The barrier
+//!
+//! The race every scheduler gets wrong once: an M finds no work and decides
+//! to park while a submitter publishes work and decides nobody needs waking
+//! (an M still spins, or no P is idle yet). Both sides do a store, a SeqCst
+//! fence, then loads of the other side's store:
+//!
+//! - submitter (`Shared::wake_idle_p`): queue store; fence; load the node's
+//!   `nmspinning` and `npidle`; wake an idle P if no M spins;
+//! - parker (`Worker::park`): `npidle += 1` (and `nmspinning -= 1` if it
+//!   spun); fence; re-check every queue it may take from; block only if all
+//!   are empty.
+//!
+//! Either the submitter sees the idle P (and wakes it), or the parker sees
+//! the work. The loom models in `idle/tests.rs` check this per node.
+//! Targeted wakes (a P's inbox, an M's pinned queue) use the idle lock
+//! instead: the parker releases its P under it before its re-check, and the
+//! waker pushes before taking it ([`Idle::take_specific`]).
 //!
 //! The lock is only taken on the park/unpark paths; the hot paths read the
-//! two counters without it. See docs/architecture.md, "Parking and the
-//! barrier", for the protocol these counters take part in.
+//! counters without it.
 
 use crate::loom::atomic::{AtomicUsize, Ordering::*};
 use crate::loom::Mutex;
@@ -26,14 +73,22 @@ enum PState {
     Woken { spinning: bool },
 }
 
-pub(crate) struct Idle {
-    /// Idle P's. Read without the lock by `wake_idle_p`; changed under it.
-    /// SeqCst: takes part in the Dekker-style barrier with work submitters.
+/// The counters of one node, on their own cache line: M's of different
+/// nodes never write each other's.
+#[repr(align(128))]
+struct NodeCounts {
+    /// Idle P's of the node. Read without the lock by submitters; changed
+    /// under it. SeqCst: the parker's side of the barrier (see above).
     npidle: AtomicUsize,
-    /// M's looking for work to steal. SeqCst for the same barrier.
+    /// M's of the node looking for work to steal. SeqCst for the same barrier.
     nmspinning: AtomicUsize,
-    inner: Mutex<Inner>,
+    /// P's of the node.
     nprocs: usize,
+}
+
+pub(crate) struct Idle {
+    nodes: Box<[NodeCounts]>,
+    inner: Mutex<Inner>,
 }
 
 struct Inner {
@@ -55,66 +110,81 @@ pub(crate) enum Reclaim {
 
 impl Idle {
     pub(crate) fn new(node_of: Vec<usize>, nodes: usize) -> Self {
-        let nprocs = node_of.len();
+        let counts = (0..nodes)
+            .map(|n| NodeCounts {
+                npidle: AtomicUsize::new(0),
+                nmspinning: AtomicUsize::new(0),
+                nprocs: node_of.iter().filter(|&&k| k == n).count(),
+            })
+            .collect();
         Idle {
-            npidle: AtomicUsize::new(0),
-            nmspinning: AtomicUsize::new(0),
+            nodes: counts,
             inner: Mutex::new(Inner {
                 stacks: vec![Vec::new(); nodes],
-                state: vec![PState::Running; nprocs],
+                state: vec![PState::Running; node_of.len()],
                 node_of,
             }),
-            nprocs,
         }
     }
 
+    /// Idle P's, all nodes.
     pub(crate) fn npidle(&self) -> usize {
-        self.npidle.load(SeqCst)
+        self.nodes.iter().map(|n| n.npidle.load(SeqCst)).sum()
     }
 
+    /// Spinning M's, all nodes.
     pub(crate) fn nmspinning(&self) -> usize {
-        self.nmspinning.load(SeqCst)
+        self.nodes.iter().map(|n| n.nmspinning.load(SeqCst)).sum()
     }
 
-    /// Go's rule: an M may start spinning only while fewer than half the busy
-    /// P's have a spinning M, so spinning cannot eat the CPU it is looking for.
-    pub(crate) fn may_spin(&self) -> bool {
-        let busy = self.nprocs.saturating_sub(self.npidle.load(SeqCst));
-        2 * self.nmspinning.load(SeqCst) < busy
+    /// Idle P's of `node`.
+    pub(crate) fn node_npidle(&self, node: usize) -> usize {
+        self.nodes[node].npidle.load(SeqCst)
     }
 
-    pub(crate) fn start_spinning(&self) {
-        self.nmspinning.fetch_add(1, SeqCst);
+    /// Spinning M's of `node`.
+    pub(crate) fn node_nmspinning(&self, node: usize) -> usize {
+        self.nodes[node].nmspinning.load(SeqCst)
     }
 
-    /// Returns true when the caller was the last spinner (Go: it must then
-    /// wake another M, since it found work and there may be more).
-    pub(crate) fn stop_spinning(&self) -> bool {
-        self.nmspinning.fetch_sub(1, SeqCst) == 1
+    /// Go's rule, per node: an M may start spinning only while fewer than
+    /// half the node's busy P's have a spinning M, so spinning cannot eat the
+    /// CPU it is looking for.
+    pub(crate) fn may_spin(&self, node: usize) -> bool {
+        let n = &self.nodes[node];
+        let busy = n.nprocs.saturating_sub(n.npidle.load(SeqCst));
+        2 * n.nmspinning.load(SeqCst) < busy
     }
 
-    /// Claims the right to wake one spinning M: true if none was spinning and
-    /// a P is idle. The caller must then call `pop_for_spinning`.
-    pub(crate) fn try_claim_spinner(&self) -> bool {
+    pub(crate) fn start_spinning(&self, node: usize) {
+        self.nodes[node].nmspinning.fetch_add(1, SeqCst);
+    }
+
+    /// Returns true when the caller was the node's last spinner (Go: it must
+    /// then wake another M, since it found work and there may be more).
+    pub(crate) fn stop_spinning(&self, node: usize) -> bool {
+        self.nodes[node].nmspinning.fetch_sub(1, SeqCst) == 1
+    }
+
+    /// Claims the right to wake one spinning M of `node`: true if none of the
+    /// node's M's was spinning and one of its P's is idle. The caller must
+    /// then call `pop_for_spinning(node)`.
+    pub(crate) fn try_claim_spinner(&self, node: usize) -> bool {
+        let n = &self.nodes[node];
         // SeqCst loads: the submitter side of the barrier (after its fence).
-        if self.nmspinning.load(SeqCst) != 0 || self.npidle.load(SeqCst) == 0 {
+        if n.nmspinning.load(SeqCst) != 0 || n.npidle.load(SeqCst) == 0 {
             return false;
         }
-        self.nmspinning
-            .compare_exchange(0, 1, SeqCst, SeqCst)
-            .is_ok()
+        n.nmspinning.compare_exchange(0, 1, SeqCst, SeqCst).is_ok()
     }
 
-    /// Takes an idle P (preferring `node`) for a spinner already counted in
+    /// Takes an idle P of `node` for a spinner already counted in the node's
     /// `nmspinning`; on `None` the caller must undo its count.
     pub(crate) fn pop_for_spinning(&self, node: usize) -> Option<usize> {
         let mut inner = self.inner.lock().unwrap();
-        let n = inner.stacks.len();
-        let p = (0..n)
-            .map(|i| (node + i) % n)
-            .find_map(|k| inner.stacks[k].pop())?;
+        let p = inner.stacks[node].pop()?;
         inner.state[p] = PState::Woken { spinning: true };
-        self.npidle.fetch_sub(1, SeqCst);
+        self.nodes[node].npidle.fetch_sub(1, SeqCst);
         Some(p)
     }
 
@@ -128,7 +198,7 @@ impl Idle {
         let node = inner.node_of[p];
         inner.stacks[node].retain(|&q| q != p);
         inner.state[p] = PState::Woken { spinning: false };
-        self.npidle.fetch_sub(1, SeqCst);
+        self.nodes[node].npidle.fetch_sub(1, SeqCst);
         true
     }
 
@@ -139,7 +209,7 @@ impl Idle {
         let node = inner.node_of[p];
         inner.stacks[node].push(p);
         inner.state[p] = PState::Idle;
-        self.npidle.fetch_add(1, SeqCst);
+        self.nodes[node].npidle.fetch_add(1, SeqCst);
     }
 
     /// The P's own M takes it back after parking or after its re-check.
@@ -150,7 +220,7 @@ impl Idle {
                 let node = inner.node_of[p];
                 inner.stacks[node].retain(|&q| q != p);
                 inner.state[p] = PState::Running;
-                self.npidle.fetch_sub(1, SeqCst);
+                self.nodes[node].npidle.fetch_sub(1, SeqCst);
                 Reclaim::Plain
             }
             PState::Woken { spinning } => {

@@ -11,9 +11,10 @@ use crate::loom::Mutex;
 use crate::queue::Overflow;
 use crate::task::Runnable;
 use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
 pub(crate) struct Inject {
-    queue: Mutex<VecDeque<Runnable>>,
+    queue: Mutex<Queue>,
     /// Mirrors `queue.len()`. Written under the lock (Release), read without
     /// it (Acquire): a reader that sees `len > 0` and then locks finds the
     /// task; a stale 0 is covered by the park/unpark barrier (see
@@ -21,10 +22,27 @@ pub(crate) struct Inject {
     len: AtomicUsize,
 }
 
+struct Queue {
+    tasks: VecDeque<Runnable>,
+    /// When the queue was last served (a pop) or went from empty to
+    /// non-empty: how long its head has gone unserved. M's of other nodes
+    /// take from it only once this is older than a grace period.
+    served: Instant,
+}
+
+impl Queue {
+    fn served_now(&mut self) {
+        self.served = Instant::now();
+    }
+}
+
 impl Inject {
     pub(crate) fn new() -> Self {
         Inject {
-            queue: Mutex::new(VecDeque::new()),
+            queue: Mutex::new(Queue {
+                tasks: VecDeque::new(),
+                served: Instant::now(),
+            }),
             len: AtomicUsize::new(0),
         }
     }
@@ -39,8 +57,11 @@ impl Inject {
 
     pub(crate) fn push(&self, task: Runnable) {
         let mut q = self.queue.lock().unwrap();
-        q.push_back(task);
-        self.len.store(q.len(), Release);
+        if q.tasks.is_empty() {
+            q.served_now();
+        }
+        q.tasks.push_back(task);
+        self.len.store(q.tasks.len(), Release);
     }
 
     /// Takes up to `max` tasks, oldest first.
@@ -49,18 +70,25 @@ impl Inject {
             return;
         }
         let mut q = self.queue.lock().unwrap();
-        let n = max.min(q.len());
-        out.extend(q.drain(..n));
-        self.len.store(q.len(), Release);
+        let n = max.min(q.tasks.len());
+        out.extend(q.tasks.drain(..n));
+        q.served_now();
+        self.len.store(q.tasks.len(), Release);
     }
 
-    pub(crate) fn pop(&self) -> Option<Runnable> {
+    /// Takes the oldest task, but only if the queue has gone unserved for
+    /// `grace`: how an M of another node steals from this node's queue.
+    pub(crate) fn pop_unserved(&self, grace: Duration) -> Option<Runnable> {
         if self.is_empty() {
             return None;
         }
         let mut q = self.queue.lock().unwrap();
-        let t = q.pop_front();
-        self.len.store(q.len(), Release);
+        if q.served.elapsed() < grace {
+            return None;
+        }
+        let t = q.tasks.pop_front();
+        q.served_now();
+        self.len.store(q.tasks.len(), Release);
         t
     }
 
@@ -68,14 +96,17 @@ impl Inject {
     pub(crate) fn drain(&self) -> Vec<Runnable> {
         let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         self.len.store(0, Release);
-        q.drain(..).collect()
+        q.tasks.drain(..).collect()
     }
 }
 
 impl Overflow<Runnable> for Inject {
     fn push_batch(&self, batch: Vec<Runnable>) {
         let mut q = self.queue.lock().unwrap();
-        q.extend(batch);
-        self.len.store(q.len(), Release);
+        if q.tasks.is_empty() {
+            q.served_now();
+        }
+        q.tasks.extend(batch);
+        self.len.store(q.tasks.len(), Release);
     }
 }

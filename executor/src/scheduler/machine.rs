@@ -36,6 +36,15 @@ const STEAL_PASSES: usize = 4;
 /// Go's 3 µs ("a sync chan send/recv takes ~50ns, so 3us gives ~50x overshoot").
 const RUNNEXT_GRACE: Duration = Duration::from_micros(3);
 
+/// How long a node's queue must go unserved before an M of another node
+/// takes from it (every P of the node is then inside a task, see
+/// `Shared::saturated`): a task that has just woken its awaiter and is
+/// about to return still counts as running, and the awaiter's next
+/// `spawn_on` to that node must not go to a remote spinner in that moment.
+/// 100 µs is ~30x Go's runnext grace: long enough for the node's own M,
+/// short next to the CPU a starved node wastes.
+const REMOTE_GRACE: Duration = Duration::from_micros(100);
+
 /// How long an M without a P waits in its node's pool before exiting.
 const M_KEEP_ALIVE: Duration = Duration::from_secs(10);
 
@@ -315,13 +324,16 @@ impl Worker {
             // Go's resetspinning: the last spinner to find work wakes another,
             // since there may be more work than it can take.
             core.spinning = false;
-            if self.shared.idle.stop_spinning() {
+            if self.shared.idle.stop_spinning(core.node) {
                 self.shared.wake_idle_p(core.node);
             }
         }
-        self.shared.procs[core.index].metrics.polls.incr();
+        let p = &self.shared.procs[core.index];
+        p.metrics.polls.incr();
         *self.core.borrow_mut() = Some(core);
+        p.in_task.store(true, Relaxed);
         coop::budget(|| task.run());
+        p.in_task.store(false, Relaxed);
         self.core.borrow_mut().take()
     }
 
@@ -330,6 +342,9 @@ impl Worker {
     fn find_runnable(&self, mut core: BoxCore) -> Option<(BoxCore, Runnable)> {
         let shared = &*self.shared;
         let cfg = &shared.config;
+        // Woken from a park and not yet found anything: parking again with
+        // this set is a spurious wake-up.
+        let mut woke = false;
         loop {
             if shared.is_shutdown() {
                 let p = &shared.procs[core.index];
@@ -383,9 +398,9 @@ impl Worker {
                 return Some((core, t));
             }
             // 6. Steal.
-            if !core.spinning && shared.idle.may_spin() {
+            if !core.spinning && shared.idle.may_spin(core.node) {
                 core.spinning = true;
-                shared.idle.start_spinning();
+                shared.idle.start_spinning(core.node);
             }
             if core.spinning {
                 if let Some(t) = self.steal(&mut core) {
@@ -394,7 +409,11 @@ impl Worker {
                 }
             }
             // 7. Park (or give the P back to the M that lent it).
+            if woke {
+                shared.procs[core.index].metrics.spurious_wakeups.incr();
+            }
             core = self.park(core)?;
+            woke = true;
         }
     }
 
@@ -452,6 +471,13 @@ impl Worker {
             .take()
             .expect("the core stays with its M while in the driver");
         core.driver = Some(driver);
+        // The driver queued what it woke here without waking anybody (see
+        // `Shared::schedule`). This M runs the next task itself; only if more
+        // are queued is a spinner worth a wake-up (tokio's rule; Go's
+        // `startIdle` wakes one M per extra goroutine).
+        if core.queue.len() > 1 {
+            self.shared.wake_idle_p(core.node);
+        }
         core
     }
 
@@ -473,9 +499,14 @@ impl Worker {
         if node.remote_order.is_empty() {
             return None;
         }
+        // Other nodes only where nobody of their own can take the work: no
+        // idle P, no spinning M (see the `idle` module, "Per node").
         for &rn in &node.remote_order {
+            if !shared.saturated(rn) {
+                continue;
+            }
             let inject = &shared.nodes[rn].inject;
-            if let Some(t) = inject.pop() {
+            if let Some(t) = inject.pop_unserved(REMOTE_GRACE) {
                 m.remote_steals.incr();
                 m.steals.incr();
                 return Some(t);
@@ -484,6 +515,9 @@ impl Worker {
         for pass in 0..STEAL_PASSES {
             let last = pass + 1 == STEAL_PASSES;
             for &rn in &node.remote_order {
+                if !shared.saturated(rn) {
+                    continue;
+                }
                 if let Some((t, n)) = self.steal_pass(core, shared.nodes[rn].procs.clone(), last) {
                     m.steals.add(n as u64);
                     m.remote_steals.incr();
@@ -528,7 +562,7 @@ impl Worker {
 
     /// Releases the P, runs the barrier and re-check, then parks in the P's
     /// driver. Returns with the P held again, spinning if woken to spin.
-    /// See docs/architecture.md, "Parking and the barrier".
+    /// The protocol is explained in the `idle` module (and docs/architecture.md).
     fn park(&self, core: BoxCore) -> Option<BoxCore> {
         let shared = &*self.shared;
         let idx = core.index;
@@ -543,7 +577,7 @@ impl Worker {
         shared.idle.release(idx);
         if was_spinning {
             core.spinning = false;
-            shared.idle.stop_spinning();
+            shared.idle.stop_spinning(core.node);
         }
         // (barrier) Pairs with the fence in `Shared::wake_idle_p`: a
         // submitter either sees our P idle and no spinner and wakes us, or
@@ -561,7 +595,7 @@ impl Worker {
             super::idle::Reclaim::Plain if work && was_spinning => {
                 // Go: a spinner that finds work in its re-check goes back to spinning.
                 core.spinning = true;
-                shared.idle.start_spinning();
+                shared.idle.start_spinning(core.node);
             }
             super::idle::Reclaim::Plain => {}
         }
@@ -587,7 +621,7 @@ impl Worker {
         drop(pool);
         if core.spinning {
             core.spinning = false;
-            if shared.idle.stop_spinning() {
+            if shared.idle.stop_spinning(core.node) {
                 shared.wake_idle_p(core.node);
             }
         }

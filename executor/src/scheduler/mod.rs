@@ -125,8 +125,14 @@ impl Shared {
             start_node,
             tasks: Registry::new(4 * nprocs),
         });
-        for core in cores {
+        for mut core in cores {
             let node = shared.procs[core.index].node;
+            // A new M looks for work before it first parks: it counts as
+            // spinning until then, so its node is never taken for one with
+            // nobody to serve it (see `Idle::saturated`) while its threads
+            // are still starting.
+            core.spinning = true;
+            shared.idle.start_spinning(node);
             if let Err((e, _)) = machine::start(&shared, node, Some(core)) {
                 shared.begin_shutdown();
                 return Err(e);
@@ -216,9 +222,13 @@ impl Shared {
             } else {
                 core.queue.push_runnext(task, node);
             }
-            core.node
+            (core.node, in_driver)
         }) {
-            Ok(node) => return self.wake_idle_p(node),
+            // A task fired by this M's driver: the M is awake and runs it
+            // next; whether to wake a helper is decided once per dispatch,
+            // after the driver returns (`Worker::poll_driver`).
+            Ok((_, true)) => return,
+            Ok((node, false)) => return self.wake_idle_p(node),
             Err(task) => task,
         };
         let node = context::current_node_of(self).unwrap_or_else(|| self.next_node());
@@ -251,48 +261,96 @@ impl Shared {
         // state; `take_specific` reads it under the idle lock, which the
         // parker also takes when releasing its P before its re-check.
         if self.idle.take_specific(p) {
-            self.procs[p].unparker.unpark();
+            self.unpark(p);
         }
     }
 
-    /// Go's `wakep`: if no M is spinning and a P is idle, wake one to spin.
-    /// Called after making work available. (barrier: submitter side)
+    /// Wakes the M parked in P `p`'s driver (counted in the P's metrics).
+    pub(crate) fn unpark(&self, p: usize) {
+        self.procs[p].metrics.unparks.incr_shared();
+        self.procs[p].unparker.unpark();
+    }
+
+    /// Go's `wakep`, per node: if no M of `node` is spinning and one of its
+    /// P's is idle, wake it to spin. If the node has nobody to take the work
+    /// (every P inside a task), wake an idle P of the nearest node that has
+    /// one instead, unless a spinner of another node already looks.
+    /// Called after making work available. (barrier: submitter side; see
+    /// the `idle` module)
     pub(crate) fn wake_idle_p(&self, node: usize) {
         // Pairs with the fence in `Worker::park` after the parker released
         // its P and stopped spinning: either we see its idle P / lack of
         // spinners here, or it sees our work in its re-check.
         fence(SeqCst);
-        if !self.idle.try_claim_spinner() {
+        if self.wake_spinner_on(node) || self.nodes.len() == 1 || !self.saturated(node) {
             return;
         }
+        for &rn in &self.nodes[node].remote_order {
+            if self.idle.node_nmspinning(rn) != 0 || self.wake_spinner_on(rn) {
+                return;
+            }
+        }
+    }
+
+    /// Whether `node` has nobody about to take new work: every one of its P's
+    /// is inside a task (so none is idle, spinning, or between two tasks,
+    /// where an M looks at its node's queue before it parks). Only then may
+    /// M's of other nodes steal from it, and only then does new work for it
+    /// wake an idle P of another node. A node without P's is never
+    /// saturated (its work is queued on the node serving it).
+    pub(crate) fn saturated(&self, node: usize) -> bool {
+        let procs = &self.procs[self.nodes[node].procs.clone()];
+        !procs.is_empty() && procs.iter().all(|p| p.in_task.load(Relaxed))
+    }
+
+    /// Claims the spinner slot of `node` and wakes one of its idle P's.
+    /// False if no P was woken (one spins already, or none is idle).
+    fn wake_spinner_on(&self, node: usize) -> bool {
+        if !self.idle.try_claim_spinner(node) {
+            return false;
+        }
         match self.idle.pop_for_spinning(node) {
-            Some(p) => self.procs[p].unparker.unpark(),
+            Some(p) => {
+                self.unpark(p);
+                true
+            }
             None => {
                 // Lost a race with a P that was reclaimed; undo our claim.
-                self.idle.stop_spinning();
+                self.idle.stop_spinning(node);
+                false
             }
         }
     }
 
     /// Whether any queue a parking M could take from holds work.
-    /// `all_procs` (spinners only, as in Go): also other nodes' queues and
-    /// other P's local queues.
-    pub(crate) fn any_work(&self, me: usize, all_procs: bool) -> bool {
+    /// `spinner` (as in Go, only a spinner looks further): also the other
+    /// P's of its node, and the queues and P's of other nodes that have
+    /// nobody of their own to take them (the rule `steal` follows).
+    pub(crate) fn any_work(&self, me: usize, spinner: bool) -> bool {
         let p = &self.procs[me];
         if !p.inbox.is_empty() || !self.nodes[p.node].inject.is_empty() {
             return true;
         }
-        // Only a spinner may take from other nodes' queues and other P's: a
-        // non-spinning M that looked there could never take the work and
-        // would loop between here and `find_runnable` instead of sleeping.
-        // Work there is covered by the barrier: its submitter wakes an idle
-        // P to spin unless a spinner exists, and spinners look everywhere.
-        all_procs
-            && (self.nodes.iter().any(|n| !n.inject.is_empty())
-                || self
-                    .procs
-                    .iter()
-                    .any(|q| q.index != me && !q.steal.is_empty()))
+        if !spinner {
+            // A non-spinning M that looked further could never take the work
+            // and would loop between here and `find_runnable` instead of
+            // sleeping. Work there is covered by the barrier: its submitter
+            // wakes an idle P to spin unless a spinner exists, and spinners
+            // look everywhere they may take from.
+            return false;
+        }
+        let busy_ring = |n: &Node| {
+            self.procs[n.procs.clone()]
+                .iter()
+                .any(|q| q.index != me && !q.steal.is_empty())
+        };
+        self.nodes.iter().enumerate().any(|(k, n)| {
+            if k == p.node {
+                busy_ring(n)
+            } else {
+                self.saturated(k) && (!n.inject.is_empty() || busy_ring(n))
+            }
+        })
     }
 
     /// Begins shutdown: schedule calls drop tasks from now on, every parked M
@@ -302,8 +360,8 @@ impl Shared {
         // Every live task is woken and, the flag being set, dropped by its
         // schedule function — including idle tasks nobody else can reach.
         self.tasks.close_and_wake_all();
-        for p in self.procs.iter() {
-            p.unparker.unpark();
+        for p in 0..self.nprocs() {
+            self.unpark(p);
         }
         self.machines.wake_pooled(&self.nodes);
     }

@@ -28,6 +28,12 @@ pub(crate) struct Processor {
     /// True while an M is running tasks on this P (not parked): a thief only
     /// waits for `runnext` (Go's 3 µs rule) when its owner may run it soon.
     pub(crate) running: AtomicBool,
+    /// True while the P's M is inside a task's poll. A node all of whose P's
+    /// are in a task has nobody about to look at its queue, and only then
+    /// may M's of other nodes steal from it (`Shared::saturated`). Relaxed:
+    /// a stale value only delays or hastens a remote steal; the node's own
+    /// M's find the work through the park barrier either way.
+    pub(crate) in_task: AtomicBool,
     pub(crate) metrics: ProcCounters,
     /// Where a `Core` rests when no M holds it: only during shutdown.
     pub(crate) core_slot: Mutex<Option<Box<Core>>>,
@@ -73,6 +79,7 @@ impl Processor {
             inbox: Inject::new(),
             unparker: driver.unparker(),
             running: AtomicBool::new(true),
+            in_task: AtomicBool::new(false),
             metrics: ProcCounters::default(),
             core_slot: Mutex::new(None),
             asker: Mutex::new(None),

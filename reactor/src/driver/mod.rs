@@ -7,8 +7,9 @@
 //! I/O lives where the task runs. tokio tried exactly this in 2018 (a reactor
 //! per worker) and reverted to one shared driver in 2019: an event on the
 //! reactor of a worker that is busy inside a long poll sat there until that
-//! worker came back. numa_rt keeps per-P pollers and fixes that problem with
-//! two levels of epoll.
+//! worker came back. numa_rt keeps per-P pollers and answers that problem
+//! with one *watcher* per node, so that one event wakes at most one thread,
+//! and the right one.
 //!
 //! ## Per P
 //! - An **io poller**: a `mio::Poll` (edge-triggered epoll). Sources register
@@ -18,28 +19,36 @@
 //! - A **timer set** ([`timers`]) and a **timerfd** armed to its earliest
 //!   deadline, registered in the io poller. A due timer is therefore an io
 //!   event like any other, visible to whoever watches that poller.
-//! - A **park epoll** (raw, level-triggered, [`crate::sys`]) containing the
-//!   P's own unpark eventfd, its own io poller's epoll fd, and the io poller
-//!   epoll fds of every other P of the same node. This is the only place an
+//! - A **park epoll** (raw, level-triggered, [`crate::sys`]) holding the P's
+//!   unpark eventfd and its own io poller's epoll fd — and, while this P's M
+//!   is the node's watcher, the node's watch epoll. This is the only place an
 //!   idle M blocks.
 //!
-//! Nesting is exactly one level (park epolls watch io epolls; io epolls watch
-//! sockets and timerfds), so the graph has no cycle and stays far below the
-//! kernel's nesting limit.
+//! ## Per node
+//! A **watch epoll** holding the io poller of every P of the node, each entry
+//! switched on only while its P is not parked (`EPOLL_CTL_MOD`, [`watch`]).
+//! One parked M of the node — the **watcher** — has it in its park epoll.
 //!
-//! ## Park, poll_now and helping
-//! [`Driver::park`] blocks in the P's park epoll. When it returns:
-//! - the unpark eventfd is reset;
-//! - if the P's own io poller is readable, the M locks it, polls it with a
-//!   zero timeout, releases it, and fires the wakers;
-//! - if **another** P's io poller `i` is readable, P_i's M is busy (or about
-//!   to drain it): the parked M *helps*. It skips P_i if P_i's own M is parked
-//!   (that M was woken by the same event and brings the tasks home), otherwise
-//!   it try-locks P_i's poller (if someone holds it, they are draining it right
-//!   now), polls it with a zero timeout, releases it, and fires the wakers and
-//!   P_i's due timers **on its own thread**, so the woken tasks run on the
-//!   helper's P. That is the promptness guarantee the issue asks for: an event
-//!   or a due timer on a busy P is handled by any idle M of the node.
+//! Nesting is at most two levels (park epoll → watch epoll → io epolls, which
+//! hold sockets and timerfds), with no cycle, below the kernel's limit of 4.
+//! Each park epoll holds two or three entries and each watch epoll one per P
+//! of its node, so building the drivers is linear in the P count.
+//!
+//! ## Who wakes for what
+//! - An event on an **idle** P's poller wakes that P's own M, and only it (the
+//!   P's entry in the watch epoll is off): the task goes home.
+//! - An event on a **busy** P's poller wakes only the watcher, which *helps*:
+//!   it drains that poller (try-lock; if its owner holds it, the owner is
+//!   draining it right now), fires the wakers and the P's due timers on its
+//!   own thread, and so runs the woken tasks on its own P. That is why per-P
+//!   pollers are safe from tokio's 2018 problem: an event on a P stuck in a
+//!   long poll is handled by an idle M in microseconds.
+//! - An unpark (new work for this P, or a spinner wanted) wakes exactly the
+//!   P's M through its eventfd.
+//! - When the watcher leaves its park to run tasks it hands the role to
+//!   another parked M of its node by moving the watch epoll into that M's
+//!   park epoll: two `epoll_ctl`s, no wake-up ([`watch`] has the protocol and
+//!   its loom model).
 //!
 //! Wakers are never called under a lock; one dispatch fires due timers first
 //! (Go runs timers before netpoll), then write-readiness wakers, then read,
@@ -49,30 +58,28 @@
 //! [`Driver::poll_now`] (every `event_interval` ticks of a busy P) polls only
 //! the P's own poller, with a try-lock, plus its due timers: one syscall.
 //!
-//! ## No wake-one
-//! The plan was to add the io epolls to the park epolls with `EPOLLEXCLUSIVE`,
-//! so one event wakes one parked M. Linux refuses that (`EINVAL`) when the
-//! target is itself an epoll instance. So an event on P_i's poller wakes every
-//! M parked in P_i's node. The losers find the poller locked or drained
-//! (level-triggered: no longer readable) and block again; the cost is one
-//! spurious wake-up per parked M of the node per burst of events, bounded by
-//! the node's P count, and it only arises while M's are idle. The owner-parked
-//! rule above keeps tasks home when their own M is idle.
-//!
 //! ## Rejected alternatives
+//! - **Every idle M's park epoll watching every poller of its node** (numa_rt
+//!   until this design): one event woke every parked M of the node, all but
+//!   one found nothing and slept again — 16 context switches per request at
+//!   one connection on 16 P's. `EPOLLEXCLUSIVE` would have made it wake-one,
+//!   but Linux refuses it (`EINVAL`) when the target is itself an epoll.
+//! - **Go's shape verbatim** (one M of the node blocks in a poller of every
+//!   P's poller; the others sleep on futexes; the poller M wakes the owner of
+//!   a ready P): two context switches for every event on an idle P that is
+//!   not the poller's own, which is most of them at light load.
 //! - **One shared reactor** (tokio's choice since 2019): one epoll, so every
-//!   wake-up crosses threads and every registration contends on one driver; it
-//!   loses "a connection lives where its task runs" and does not scale across
-//!   NUMA nodes.
+//!   wake-up crosses threads and every registration contends on one driver;
+//!   it loses "a connection lives where its task runs" and does not scale
+//!   across NUMA nodes.
 //! - **A dedicated reactor thread**: an extra hop (and a context switch) on
-//!   every event, and a thread the issue forbids.
-//! - **Polling every P's poller from every idle M**: O(P) syscalls per park,
-//!   and a parked M cannot block on several epolls at once anyway.
-//! - **A runtime-level epoll nested inside each P's epoll** (the io pollers
-//!   inside it, it inside each P's): the P's epoll would both contain and be
-//!   contained by the same graph, a cycle the kernel rejects with `ELOOP`.
-//! - **tokio's 2018 per-worker reactors**: readiness stuck behind a busy
-//!   worker, the very problem the park epolls solve.
+//!   every event.
+//! - **Deleting and re-adding a P's poller in the watch epoll** at each park
+//!   instead of switching it off: `EPOLL_CTL_ADD` of an epoll runs the
+//!   kernel's loop check under a global mutex; `EPOLL_CTL_MOD` does not.
+//! - **Keeping the watch epoll in every park epoll, switched off but for the
+//!   watcher's**: each socket's wake-up path count would grow with the P
+//!   count, and the kernel refuses registrations past 100 paths of that depth.
 //!
 //! ## Shutdown
 //! [`Reactor::shutdown`] marks every source shut down and wakes its waiters
@@ -86,9 +93,10 @@ pub(crate) mod io;
 mod notify;
 pub(crate) mod registration;
 pub(crate) mod timers;
+mod watch;
 
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, TryLockError};
 use std::task::Waker;
 use std::time::{Duration, Instant};
@@ -97,12 +105,15 @@ use mio::{Events, Interest, Poll, Registry, Token};
 
 use self::io::{Slab, Wakeups};
 use self::timers::Timers;
+use self::watch::{Role, WatchOps};
 use crate::sys;
 
 /// The mio token of each P's timerfd (slab tokens never reach it).
 const TIMER_TOKEN: Token = Token(usize::MAX);
 /// The park epoll tag of the unpark eventfd (P tags are P indexes).
 const UNPARK_TAG: u64 = u64::MAX;
+/// The park epoll tag of the node's watch epoll (held by the watcher only).
+const WATCH_TAG: u64 = u64::MAX - 1;
 /// Events taken from an io poller per drain.
 const EVENTS_PER_DRAIN: usize = 256;
 
@@ -114,6 +125,8 @@ pub struct Reactor {
 
 pub(crate) struct Shared {
     pub(crate) ps: Box<[PState]>,
+    /// One watch per NUMA node (indexed by node; nodes without P's included).
+    nodes: Box<[NodeWatch]>,
     /// Round-robin cursor for registrations made outside a worker.
     next_p: AtomicUsize,
     shutdown: AtomicBool,
@@ -130,14 +143,77 @@ pub(crate) struct PState {
     pub(crate) registry: Registry,
     pub(crate) sources: Mutex<Slab>,
     pub(crate) timers: Timers,
+    /// The io poller's epoll fd (it lives as long as `io`).
+    io_fd: RawFd,
     park: OwnedFd,
     unpark: OwnedFd,
     /// Set by `unpark` before signalling the eventfd, cleared by the parked M.
     notified: notify::Notify,
-    /// True while the owner M blocks in the park epoll (helpers then skip it).
+    /// True while the owner M blocks (or is about to block) in the park
+    /// epoll: helpers skip its poller, and the watcher role may be handed to it.
     parked: AtomicBool,
-    /// The P's indexes this park epoll watches (same node, itself included).
-    watched: usize,
+    /// The NUMA node of this P (index into `Shared::nodes`).
+    node: usize,
+    stats: Stats,
+}
+
+/// A node's watch epoll and its watcher role (see [`watch`]).
+struct NodeWatch {
+    epoll: OwnedFd,
+    role: Role,
+    /// Fewer than two P's: nobody else could watch, so nothing is switched.
+    solo: bool,
+    /// The node's P count (sizes the watcher's event buffer).
+    procs: usize,
+}
+
+/// Counters of one driver, written by whichever M is in it (Relaxed: they
+/// order nothing).
+#[derive(Default)]
+struct Stats {
+    wakeups: AtomicU64,
+    helps: AtomicU64,
+    handoffs: AtomicU64,
+}
+
+/// What one P's driver did since the reactor was built.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DriverStats {
+    /// Times the M parked in this driver woke from its blocking wait.
+    pub wakeups: u64,
+    /// Times the M parked here drained a busy P's poller on its behalf.
+    pub helps: u64,
+    /// Times this P's M, leaving its park as the node's watcher, handed the
+    /// role to another parked M.
+    pub watch_handoffs: u64,
+}
+
+/// The role protocol's view of one node's P's (see [`watch::WatchOps`]).
+struct Ops<'a> {
+    shared: &'a Shared,
+    watch: &'a NodeWatch,
+}
+
+impl WatchOps for Ops<'_> {
+    fn attach(&self, p: usize) -> std::io::Result<()> {
+        let r = sys::epoll_add_level(
+            &self.shared.ps[p].park,
+            self.watch.epoll.as_raw_fd(),
+            WATCH_TAG,
+        );
+        debug_assert!(r.is_ok(), "adding the watch epoll to P{p}: {r:?}");
+        r
+    }
+    fn detach(&self, p: usize) {
+        let r = sys::epoll_del(&self.shared.ps[p].park, self.watch.epoll.as_raw_fd());
+        debug_assert!(r.is_ok(), "removing the watch epoll from P{p}: {r:?}");
+    }
+    fn is_parked(&self, p: usize) -> bool {
+        // SeqCst pairs with the stores around the owner's epoll_wait; read
+        // under the role lock (see `watch`).
+        self.shared.ps[p].parked.load(Ordering::SeqCst)
+    }
 }
 
 impl Reactor {
@@ -147,12 +223,24 @@ impl Reactor {
     }
 
     /// Builds one driver per entry of `node_of_p` (the NUMA node of each P).
-    /// A P's park epoll watches the io pollers of the P's of its own node, so
-    /// idle M's help busy P's of their node only.
+    /// The watcher of a node helps busy P's of that node only.
     pub fn with_nodes(node_of_p: &[usize]) -> std::io::Result<Reactor> {
         assert!(!node_of_p.is_empty(), "a reactor needs at least one P");
+        let nnodes = node_of_p.iter().max().map_or(1, |&m| m + 1);
+        let mut nodes = Vec::with_capacity(nnodes);
+        for n in 0..nnodes {
+            let procs: Vec<usize> = (0..node_of_p.len())
+                .filter(|&i| node_of_p[i] == n)
+                .collect();
+            nodes.push(NodeWatch {
+                epoll: sys::epoll_create()?,
+                solo: procs.len() < 2,
+                procs: procs.len(),
+                role: Role::new(procs),
+            });
+        }
         let mut ps = Vec::with_capacity(node_of_p.len());
-        for _ in node_of_p {
+        for (i, &node) in node_of_p.iter().enumerate() {
             let poll = Poll::new()?;
             let registry = poll.registry().try_clone()?;
             let timerfd = sys::timerfd()?;
@@ -161,9 +249,15 @@ impl Reactor {
                 TIMER_TOKEN,
                 Interest::READABLE,
             )?;
+            let io_fd = poll.as_raw_fd();
             let park = sys::epoll_create()?;
             let unpark = sys::eventfd()?;
             sys::epoll_add_level(&park, unpark.as_raw_fd(), UNPARK_TAG)?;
+            sys::epoll_add_level(&park, io_fd, i as u64)?;
+            // Every P starts running, so its entry in the watch starts on.
+            if !nodes[node].solo {
+                sys::epoll_add_level(&nodes[node].epoll, io_fd, i as u64)?;
+            }
             ps.push(PState {
                 io: Mutex::new(IoPoller {
                     poll,
@@ -172,30 +266,19 @@ impl Reactor {
                 registry,
                 sources: Mutex::new(Slab::default()),
                 timers: Timers::new(timerfd),
+                io_fd,
                 park,
                 unpark,
                 notified: notify::Notify::new(),
                 parked: AtomicBool::new(false),
-                watched: 0,
+                node,
+                stats: Stats::default(),
             });
-        }
-        for (j, node) in node_of_p.iter().enumerate() {
-            for (i, other) in node_of_p.iter().enumerate() {
-                if node == other {
-                    let io_fd = ps[i]
-                        .io
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .poll
-                        .as_raw_fd();
-                    sys::epoll_add_level(&ps[j].park, io_fd, i as u64)?;
-                    ps[j].watched += 1;
-                }
-            }
         }
         Ok(Reactor {
             shared: Arc::new(Shared {
                 ps: ps.into_boxed_slice(),
+                nodes: nodes.into_boxed_slice(),
                 next_p: AtomicUsize::new(0),
                 shutdown: AtomicBool::new(false),
             }),
@@ -210,12 +293,16 @@ impl Reactor {
     /// The driver of P `index`; called once per P when the runtime is built.
     pub fn driver(&self, index: usize) -> Driver {
         assert!(index < self.procs(), "P {index} out of range");
-        let watched = self.shared.ps[index].watched;
+        let node_procs = self.shared.nodes[self.shared.ps[index].node].procs;
+        let empty = libc::epoll_event { events: 0, u64: 0 };
         Driver {
             shared: self.shared.clone(),
             index,
-            buf: vec![libc::epoll_event { events: 0, u64: 0 }; watched + 1],
-            tags: Vec::with_capacity(watched + 1),
+            buf: vec![empty; 3],
+            tags: Vec::with_capacity(3),
+            watch_buf: vec![empty; node_procs.max(1)],
+            watch_tags: Vec::with_capacity(node_procs),
+            exposed: true,
             wakeups: Wakeups::default(),
             timer_wakers: Vec::new(),
         }
@@ -244,6 +331,21 @@ impl Reactor {
     pub fn is_shutdown(&self) -> bool {
         // Relaxed: advisory; the shutdown protocol itself is ordered by locks.
         self.shared.shutdown.load(Ordering::Relaxed)
+    }
+
+    /// What P `index`'s driver did: wake-ups, helps, watcher hand-offs.
+    pub fn driver_stats(&self, index: usize) -> DriverStats {
+        let st = &self.shared.ps[index].stats;
+        DriverStats {
+            wakeups: st.wakeups.load(Ordering::Relaxed),
+            helps: st.helps.load(Ordering::Relaxed),
+            watch_handoffs: st.handoffs.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The P whose parked M watches `node`'s busy pollers now, if any.
+    pub fn watcher(&self, node: usize) -> Option<usize> {
+        self.shared.nodes.get(node).and_then(|w| w.role.watcher())
     }
 
     /// Diagnostics: sources currently registered across all P's.
@@ -343,6 +445,12 @@ pub struct Driver {
     index: usize,
     buf: Vec<libc::epoll_event>,
     tags: Vec<u64>,
+    /// The watcher's buffers for reading which pollers of the node are ready.
+    watch_buf: Vec<libc::epoll_event>,
+    watch_tags: Vec<u64>,
+    /// Whether this P's entry in its node's watch epoll is on. Only the M
+    /// holding the P switches it: off before it parks, on when it leaves.
+    exposed: bool,
     wakeups: Wakeups,
     timer_wakers: Vec<Waker>,
 }
@@ -384,23 +492,40 @@ impl Driver {
         &self.shared.ps[self.index]
     }
 
-    /// Blocks until unparked, an I/O event, a due timer (of this P or, when
-    /// their M's are busy, of the other P's of the node) or `timeout`, then
-    /// fires what is ready on the calling thread.
+    /// Blocks until unparked, an I/O event on this P's poller, a due timer of
+    /// this P, an event or due timer on a busy P of the node while this M is
+    /// the node's watcher, or `timeout`; then fires what is ready on the
+    /// calling thread.
     pub fn park(&mut self, timeout: Option<Duration>) {
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+        let shared = self.shared.clone();
+        let me = &shared.ps[self.index];
+        let watch = &shared.nodes[me.node];
+        let ops = Ops {
+            shared: &shared,
+            watch,
+        };
         loop {
             let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-            let me = &self.shared.ps[self.index];
-            // SeqCst (both stores and the helpers' load): a helper that reads
-            // `true` knows this M is blocked in, or about to enter, an
-            // epoll_wait that reports its own poller, and will drain it.
-            me.parked.store(true, Ordering::SeqCst);
+            if !watch.solo {
+                if self.exposed {
+                    // From now on this M watches its own poller itself.
+                    self.set_exposed(watch, false);
+                }
+                // SeqCst (both stores and the loads in `Ops::is_parked` and
+                // `help`): a helper or a handing watcher that reads `true`
+                // knows this M is in, or about to enter, its epoll_wait.
+                me.parked.store(true, Ordering::SeqCst);
+                watch.role.on_park(self.index, &ops);
+            } else {
+                me.parked.store(true, Ordering::SeqCst);
+            }
             let waited = sys::epoll_wait(&me.park, &mut self.buf, remaining, &mut self.tags);
             me.parked.store(false, Ordering::SeqCst);
             debug_assert!(waited.is_ok(), "epoll_wait(park): {waited:?}");
-            if self.shared.is_shutdown() {
-                return;
+            me.stats.wakeups.fetch_add(1, Ordering::Relaxed);
+            if shared.is_shutdown() {
+                break;
             }
             let mut progressed = waited.is_err() || self.tags.is_empty();
             let mut contended = false;
@@ -411,25 +536,22 @@ impl Driver {
                     // order matters (the other one lost wake-ups for good).
                     me.notified.consume(|| sys::drain_counter(&me.unpark));
                     progressed = true;
-                } else if tag as usize == self.index {
-                    let io = me.io.lock().unwrap_or_else(|e| e.into_inner());
-                    me.drain(io, &mut self.wakeups);
-                    progressed = true;
-                } else {
-                    match help(
-                        &self.shared.ps[tag as usize],
-                        &mut self.wakeups,
-                        &mut self.timer_wakers,
-                    ) {
+                } else if tag == WATCH_TAG {
+                    match self.help_node(watch) {
                         Help::Drained => progressed = true,
                         Help::Busy => contended = true,
                     }
+                } else {
+                    debug_assert_eq!(tag as usize, self.index);
+                    let io = me.io.lock().unwrap_or_else(|e| e.into_inner());
+                    me.drain(io, &mut self.wakeups);
+                    progressed = true;
                 }
             }
             self.tags = tags;
             self.fire_own();
             if progressed || deadline.is_some_and(|d| Instant::now() >= d) {
-                return;
+                break;
             }
             if contended {
                 // The owner or another helper is draining that poller; its
@@ -437,6 +559,50 @@ impl Driver {
                 std::thread::yield_now();
             }
         }
+        if !watch.solo {
+            // Leaving to run tasks: the role goes to another parked M, and
+            // this P's poller goes back under the watch.
+            if watch.role.on_leave(self.index, &ops) {
+                me.stats.handoffs.fetch_add(1, Ordering::Relaxed);
+            }
+            self.set_exposed(watch, true);
+        }
+    }
+
+    /// Switches this P's entry in its node's watch epoll on or off.
+    fn set_exposed(&mut self, watch: &NodeWatch, on: bool) {
+        let me = &self.shared.ps[self.index];
+        let r = sys::epoll_set_level(&watch.epoll, me.io_fd, self.index as u64, on);
+        debug_assert!(r.is_ok(), "switching P{} in its watch: {r:?}", self.index);
+        self.exposed = on;
+    }
+
+    /// The watcher's turn: finds which busy pollers of the node are ready
+    /// and drains them on their M's behalf.
+    fn help_node(&mut self, watch: &NodeWatch) -> Help {
+        let waited = sys::epoll_wait(
+            &watch.epoll,
+            &mut self.watch_buf,
+            Some(Duration::ZERO),
+            &mut self.watch_tags,
+        );
+        debug_assert!(waited.is_ok(), "epoll_wait(watch): {waited:?}");
+        let mut outcome = Help::Busy;
+        for i in 0..self.watch_tags.len() {
+            let p = self.watch_tags[i] as usize;
+            if p == self.index {
+                continue;
+            }
+            let other = &self.shared.ps[p];
+            if let Help::Drained = help(other, &mut self.wakeups, &mut self.timer_wakers) {
+                self.shared.ps[self.index]
+                    .stats
+                    .helps
+                    .fetch_add(1, Ordering::Relaxed);
+                outcome = Help::Drained;
+            }
+        }
+        outcome
     }
 }
 
