@@ -90,11 +90,12 @@ pub struct ProcMetrics {
     /// Times this P's M woke from a park and found nothing to run before it
     /// parked again. Each one is a context switch that bought nothing.
     pub spurious_wakeups: u64,
-    /// Times this P's M, parked as its node's watcher, drained a busy P's
-    /// poller (an I/O event or due timer of that P, run here instead).
+    /// Times this P's M, as its node's watcher, drained another P's poller
+    /// (an I/O event or due timer of that P, run here instead).
     pub helps: u64,
-    /// Times this P's M left its park as its node's watcher and handed the
-    /// role to another parked M (an `epoll_ctl` pair, no wake-up).
+    /// Times this P's M, unparked for new work while it was its node's
+    /// watcher, handed the role to another parked M (an `epoll_ctl` pair, no
+    /// wake-up).
     pub watch_handoffs: u64,
     /// Root tasks (spawned right after an accept) sent to this P round-robin.
     pub root_tasks_received: u64,
@@ -126,7 +127,7 @@ pub struct NodeMetrics {
     pub unparks: u64,
     /// Wake-ups of the node's M's that found nothing to run.
     pub spurious_wakeups: u64,
-    /// Busy P's pollers drained by the node's watcher.
+    /// Other P's pollers drained by the node's watcher.
     pub helps: u64,
     /// Tasks in the node's global queue now.
     pub queue_depth: usize,
@@ -134,7 +135,7 @@ pub struct NodeMetrics {
     pub idle_procs: usize,
     /// The node's spinning M's now.
     pub spinning_machines: usize,
-    /// The P whose parked M watches the node's busy pollers now, if any.
+    /// The P whose M holds the node's watcher role now, if any.
     pub watcher: Option<usize>,
 }
 

@@ -65,21 +65,6 @@ pub(crate) fn epoll_set_level(epoll: &OwnedFd, fd: RawFd, data: u64, on: bool) -
     Ok(())
 }
 
-/// Removes `fd` from `epoll`.
-pub(crate) fn epoll_del(epoll: &OwnedFd, fd: RawFd) -> io::Result<()> {
-    // SAFETY: both descriptors are valid for the call; EPOLL_CTL_DEL ignores
-    // the event pointer, which may be null since Linux 2.6.9.
-    cvt(unsafe {
-        libc::epoll_ctl(
-            epoll.as_raw_fd(),
-            libc::EPOLL_CTL_DEL,
-            fd,
-            std::ptr::null_mut(),
-        )
-    })?;
-    Ok(())
-}
-
 /// Waits on `epoll` for up to `timeout` (forever when `None`), filling `out`
 /// with the tags of the ready entries. `EINTR` counts as a timeout with no events.
 pub(crate) fn epoll_wait(

@@ -7,14 +7,13 @@
 //! # Who sleeps where
 //!
 //! Every P always has exactly one M. An idle P is on its node's idle list and
-//! its M blocks in the P's driver (reactor crate, `driver` module), in an
-//! epoll holding only the P's unpark eventfd and its own io poller — plus,
-//! for one parked M per node (the *watcher*), the node's watch epoll, which
-//! reports events on the pollers of the node's busy P's. So:
+//! its M blocks in the P's driver (reactor crate, `driver` and `watch`
+//! modules): one parked M per node — the *watcher* — blocks on the pollers of
+//! every P of the node; every other parked M sleeps on its own eventfd. So:
 //!
-//! - an I/O event or due timer of an idle P wakes that P's M and nobody else;
-//! - an event on a busy P's poller wakes the watcher alone, which runs the
-//!   woken tasks on its own P (it *helps*);
+//! - an I/O event or due timer anywhere in the node wakes the watcher alone,
+//!   which runs the woken tasks on its own P (it *helps*), whether their own
+//!   P is idle or busy;
 //! - new work wakes at most one M: [`Idle::try_claim_spinner`] succeeds for
 //!   one submitter at a time per node, and only while the node has an idle P
 //!   and no spinning M;

@@ -8,8 +8,9 @@
 //! per worker) and reverted to one shared driver in 2019: an event on the
 //! reactor of a worker that is busy inside a long poll sat there until that
 //! worker came back. numa_rt keeps per-P pollers and answers that problem
-//! with one *watcher* per node, so that one event wakes at most one thread,
-//! and the right one.
+//! with one *watcher* per node: the one idle M of the node that blocks on
+//! every poller of the node, while every other idle M sleeps on its own
+//! eventfd. One event wakes at most one thread.
 //!
 //! ## Per P
 //! - An **io poller**: a `mio::Poll` (edge-triggered epoll). Sources register
@@ -20,66 +21,67 @@
 //!   deadline, registered in the io poller. A due timer is therefore an io
 //!   event like any other, visible to whoever watches that poller.
 //! - A **park epoll** (raw, level-triggered, [`crate::sys`]) holding the P's
-//!   unpark eventfd and its own io poller's epoll fd — and, while this P's M
-//!   is the node's watcher, the node's watch epoll. This is the only place an
-//!   idle M blocks.
+//!   unpark eventfd and — on the node's first few P's, switched off unless
+//!   this M is the watcher — the node's watch epoll. This is the only place
+//!   an idle M blocks.
 //!
 //! ## Per node
-//! A **watch epoll** holding the io poller of every P of the node, each entry
-//! switched on only while its P is not parked (`EPOLL_CTL_MOD`, [`watch`]).
-//! One parked M of the node — the **watcher** — has it in its park epoll.
+//! A **watch epoll** holding the io poller of every P of the node. The
+//! watcher's park epoll has it switched on ([`watch`] has the role protocol,
+//! its rules and its loom models).
 //!
-//! Nesting is at most two levels (park epoll → watch epoll → io epolls, which
-//! hold sockets and timerfds), with no cycle, below the kernel's limit of 4.
-//! Each park epoll holds two or three entries and each watch epoll one per P
-//! of its node, so building the drivers is linear in the P count.
+//! Nesting is two levels (park epoll → watch epoll → io epolls, which hold
+//! sockets and timerfds), with no cycle, below the kernel's limit of 4. A
+//! park epoll holds at most two entries and a watch epoll one per P of its
+//! node, so building the drivers is linear in the P count.
 //!
 //! ## Who wakes for what
-//! - An event on an **idle** P's poller wakes that P's own M, and only it (the
-//!   P's entry in the watch epoll is off): the task goes home.
-//! - An event on a **busy** P's poller wakes only the watcher, which *helps*:
-//!   it drains that poller (try-lock; if its owner holds it, the owner is
+//! - An I/O event or due timer on any P of the node wakes the watcher alone.
+//!   It drains that P's poller (try-lock: if another M holds it, that M is
 //!   draining it right now), fires the wakers and the P's due timers on its
-//!   own thread, and so runs the woken tasks on its own P. That is why per-P
-//!   pollers are safe from tokio's 2018 problem: an event on a P stuck in a
-//!   long poll is handled by an idle M in microseconds.
+//!   own thread, so the woken tasks run on the watcher's P — whether the
+//!   poller's own P is idle (its M sleeps on and costs nothing) or busy
+//!   inside a long poll (tokio's 2018 problem: here the event is handled in
+//!   microseconds by an idle M).
 //! - An unpark (new work for this P, or a spinner wanted) wakes exactly the
 //!   P's M through its eventfd.
-//! - When the watcher leaves its park to run tasks it hands the role to
-//!   another parked M of its node by moving the watch epoll into that M's
-//!   park epoll: two `epoll_ctl`s, no wake-up ([`watch`] has the protocol and
-//!   its loom model).
+//! - Everything else sleeps: an idle runtime makes no system call.
 //!
 //! Wakers are never called under a lock; one dispatch fires due timers first
 //! (Go runs timers before netpoll), then write-readiness wakers, then read,
 //! then listener (accept) wakers: Vyukov's soft priorities, and since the
 //! executor queues the wakes in order, dispatch order is run order.
 //!
-//! [`Driver::poll_now`] (every `event_interval` ticks of a busy P) polls only
-//! the P's own poller, with a try-lock, plus its due timers: one syscall.
+//! [`Driver::poll_now`] (every `event_interval` ticks of a busy P, and when
+//! it runs out of work) polls only the P's own poller, with a try-lock, plus
+//! its due timers: one syscall.
 //!
-//! ## Rejected alternatives
-//! - **Every idle M's park epoll watching every poller of its node** (numa_rt
-//!   until this design): one event woke every parked M of the node, all but
-//!   one found nothing and slept again — 16 context switches per request at
-//!   one connection on 16 P's. `EPOLLEXCLUSIVE` would have made it wake-one,
-//!   but Linux refuses it (`EINVAL`) when the target is itself an epoll.
-//! - **Go's shape verbatim** (one M of the node blocks in a poller of every
-//!   P's poller; the others sleep on futexes; the poller M wakes the owner of
-//!   a ready P): two context switches for every event on an idle P that is
-//!   not the poller's own, which is most of them at light load.
+//! ## Rejected alternatives (measured on hello_http and the echo bench, 2 CPUs)
+//! - **Every idle M's park epoll nesting every poller of its node** (numa_rt's
+//!   first design): one event woke every parked M of the node; 18.4 context
+//!   switches and 102 µs of CPU per request at one connection on 16 P's.
+//!   `EPOLLEXCLUSIVE` would have made it wake-one, but Linux refuses it
+//!   (`EINVAL`) when the target is itself an epoll.
+//! - **Each idle M on its own poller, the watcher on busy P's pollers only**
+//!   (each P's entry in the watch switched off while it parks, on while it
+//!   runs): one wake per event and the task goes home, but two
+//!   `epoll_ctl`s per park, and a ping-pong between two tasks of the node
+//!   (the echo round trip) costs two context switches: 19.0 µs against
+//!   tokio's 11.4 µs. With one watcher for all pollers the watcher finds the
+//!   next event already there when it parks: 12.1 µs against 11.1 µs.
+//! - **Go's poller waking the owner of a ready P** ("the task goes home"): a
+//!   second context switch for every event on a P whose M sleeps, which at
+//!   light load is most of them. Locality within a node is cache warmth, not
+//!   memory distance; under load every P is busy and drains its own poller.
 //! - **One shared reactor** (tokio's choice since 2019): one epoll, so every
-//!   wake-up crosses threads and every registration contends on one driver;
-//!   it loses "a connection lives where its task runs" and does not scale
-//!   across NUMA nodes.
+//!   registration contends on one driver; it loses "a connection lives where
+//!   its task runs" under load and does not scale across NUMA nodes.
 //! - **A dedicated reactor thread**: an extra hop (and a context switch) on
 //!   every event.
-//! - **Deleting and re-adding a P's poller in the watch epoll** at each park
-//!   instead of switching it off: `EPOLL_CTL_ADD` of an epoll runs the
-//!   kernel's loop check under a global mutex; `EPOLL_CTL_MOD` does not.
-//! - **Keeping the watch epoll in every park epoll, switched off but for the
-//!   watcher's**: each socket's wake-up path count would grow with the P
-//!   count, and the kernel refuses registrations past 100 paths of that depth.
+//! - **Moving the watch epoll with `EPOLL_CTL_ADD`/`DEL`** instead of
+//!   switching it with `EPOLL_CTL_MOD`: adding an epoll runs the kernel's loop
+//!   check under a global mutex. The cost of switching instead is that the
+//!   candidates' park epolls all hold the watch ([`watch::CANDIDATES`]).
 //!
 //! ## Shutdown
 //! [`Reactor::shutdown`] marks every source shut down and wakes its waiters
@@ -95,7 +97,7 @@ pub(crate) mod registration;
 pub(crate) mod timers;
 mod watch;
 
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, TryLockError};
 use std::task::Waker;
@@ -143,14 +145,12 @@ pub(crate) struct PState {
     pub(crate) registry: Registry,
     pub(crate) sources: Mutex<Slab>,
     pub(crate) timers: Timers,
-    /// The io poller's epoll fd (it lives as long as `io`).
-    io_fd: RawFd,
     park: OwnedFd,
     unpark: OwnedFd,
     /// Set by `unpark` before signalling the eventfd, cleared by the parked M.
     notified: notify::Notify,
     /// True while the owner M blocks (or is about to block) in the park
-    /// epoll: helpers skip its poller, and the watcher role may be handed to it.
+    /// epoll: the watcher role may be handed to it, and is not taken from it.
     parked: AtomicBool,
     /// The NUMA node of this P (index into `Shared::nodes`).
     node: usize,
@@ -161,8 +161,6 @@ pub(crate) struct PState {
 struct NodeWatch {
     epoll: OwnedFd,
     role: Role,
-    /// Fewer than two P's: nobody else could watch, so nothing is switched.
-    solo: bool,
     /// The node's P count (sizes the watcher's event buffer).
     procs: usize,
 }
@@ -182,10 +180,11 @@ struct Stats {
 pub struct DriverStats {
     /// Times the M parked in this driver woke from its blocking wait.
     pub wakeups: u64,
-    /// Times the M parked here drained a busy P's poller on its behalf.
+    /// Times the M parked here, as its node's watcher, drained another P's
+    /// poller on its behalf.
     pub helps: u64,
-    /// Times this P's M, leaving its park as the node's watcher, handed the
-    /// role to another parked M.
+    /// Times this P's M, unparked for new work while it was its node's
+    /// watcher, handed the role to another parked M.
     pub watch_handoffs: u64,
 }
 
@@ -196,18 +195,15 @@ struct Ops<'a> {
 }
 
 impl WatchOps for Ops<'_> {
-    fn attach(&self, p: usize) -> std::io::Result<()> {
-        let r = sys::epoll_add_level(
+    fn switch(&self, p: usize, on: bool) -> std::io::Result<()> {
+        let r = sys::epoll_set_level(
             &self.shared.ps[p].park,
             self.watch.epoll.as_raw_fd(),
             WATCH_TAG,
+            on,
         );
-        debug_assert!(r.is_ok(), "adding the watch epoll to P{p}: {r:?}");
+        debug_assert!(r.is_ok(), "switching the watch in P{p}'s park epoll: {r:?}");
         r
-    }
-    fn detach(&self, p: usize) {
-        let r = sys::epoll_del(&self.shared.ps[p].park, self.watch.epoll.as_raw_fd());
-        debug_assert!(r.is_ok(), "removing the watch epoll from P{p}: {r:?}");
     }
     fn is_parked(&self, p: usize) -> bool {
         // SeqCst pairs with the stores around the owner's epoll_wait; read
@@ -234,9 +230,8 @@ impl Reactor {
                 .collect();
             nodes.push(NodeWatch {
                 epoll: sys::epoll_create()?,
-                solo: procs.len() < 2,
                 procs: procs.len(),
-                role: Role::new(procs),
+                role: Role::new(&procs),
             });
         }
         let mut ps = Vec::with_capacity(node_of_p.len());
@@ -249,14 +244,15 @@ impl Reactor {
                 TIMER_TOKEN,
                 Interest::READABLE,
             )?;
-            let io_fd = poll.as_raw_fd();
+            let watch = &nodes[node];
+            sys::epoll_add_level(&watch.epoll, poll.as_raw_fd(), i as u64)?;
             let park = sys::epoll_create()?;
             let unpark = sys::eventfd()?;
             sys::epoll_add_level(&park, unpark.as_raw_fd(), UNPARK_TAG)?;
-            sys::epoll_add_level(&park, io_fd, i as u64)?;
-            // Every P starts running, so its entry in the watch starts on.
-            if !nodes[node].solo {
-                sys::epoll_add_level(&nodes[node].epoll, io_fd, i as u64)?;
+            if watch.role.is_candidate(i) {
+                // Registered switched off: the role switches it on.
+                sys::epoll_add_level(&park, watch.epoll.as_raw_fd(), WATCH_TAG)?;
+                sys::epoll_set_level(&park, watch.epoll.as_raw_fd(), WATCH_TAG, false)?;
             }
             ps.push(PState {
                 io: Mutex::new(IoPoller {
@@ -266,7 +262,6 @@ impl Reactor {
                 registry,
                 sources: Mutex::new(Slab::default()),
                 timers: Timers::new(timerfd),
-                io_fd,
                 park,
                 unpark,
                 notified: notify::Notify::new(),
@@ -302,7 +297,6 @@ impl Reactor {
             tags: Vec::with_capacity(3),
             watch_buf: vec![empty; node_procs.max(1)],
             watch_tags: Vec::with_capacity(node_procs),
-            exposed: true,
             wakeups: Wakeups::default(),
             timer_wakers: Vec::new(),
         }
@@ -343,7 +337,7 @@ impl Reactor {
         }
     }
 
-    /// The P whose parked M watches `node`'s busy pollers now, if any.
+    /// The P whose M holds `node`'s watcher role now, if any.
     pub fn watcher(&self, node: usize) -> Option<usize> {
         self.shared.nodes.get(node).and_then(|w| w.role.watcher())
     }
@@ -448,9 +442,6 @@ pub struct Driver {
     /// The watcher's buffers for reading which pollers of the node are ready.
     watch_buf: Vec<libc::epoll_event>,
     watch_tags: Vec<u64>,
-    /// Whether this P's entry in its node's watch epoll is on. Only the M
-    /// holding the P switches it: off before it parks, on when it leaves.
-    exposed: bool,
     wakeups: Wakeups,
     timer_wakers: Vec<Waker>,
 }
@@ -492,10 +483,9 @@ impl Driver {
         &self.shared.ps[self.index]
     }
 
-    /// Blocks until unparked, an I/O event on this P's poller, a due timer of
-    /// this P, an event or due timer on a busy P of the node while this M is
-    /// the node's watcher, or `timeout`; then fires what is ready on the
-    /// calling thread.
+    /// Blocks until unparked, or — while this M is its node's watcher — an
+    /// I/O event or due timer on any P of the node, or `timeout`; then fires
+    /// what is ready on the calling thread.
     pub fn park(&mut self, timeout: Option<Duration>) {
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
         let shared = self.shared.clone();
@@ -505,21 +495,14 @@ impl Driver {
             shared: &shared,
             watch,
         };
+        let mut unparked = false;
         loop {
             let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-            if !watch.solo {
-                if self.exposed {
-                    // From now on this M watches its own poller itself.
-                    self.set_exposed(watch, false);
-                }
-                // SeqCst (both stores and the loads in `Ops::is_parked` and
-                // `help`): a helper or a handing watcher that reads `true`
-                // knows this M is in, or about to enter, its epoll_wait.
-                me.parked.store(true, Ordering::SeqCst);
-                watch.role.on_park(self.index, &ops);
-            } else {
-                me.parked.store(true, Ordering::SeqCst);
-            }
+            // SeqCst (both stores and the loads in `Ops::is_parked`): an M
+            // that reads `true` under the role lock knows this M is in, or
+            // about to enter, its epoll_wait (see `watch`).
+            me.parked.store(true, Ordering::SeqCst);
+            watch.role.on_park(self.index, &ops);
             let waited = sys::epoll_wait(&me.park, &mut self.buf, remaining, &mut self.tags);
             me.parked.store(false, Ordering::SeqCst);
             debug_assert!(waited.is_ok(), "epoll_wait(park): {waited:?}");
@@ -535,17 +518,14 @@ impl Driver {
                     // Drain, then clear the flag: see `notify` for why the
                     // order matters (the other one lost wake-ups for good).
                     me.notified.consume(|| sys::drain_counter(&me.unpark));
+                    unparked = true;
                     progressed = true;
-                } else if tag == WATCH_TAG {
+                } else {
+                    debug_assert_eq!(tag, WATCH_TAG);
                     match self.help_node(watch) {
                         Help::Drained => progressed = true,
                         Help::Busy => contended = true,
                     }
-                } else {
-                    debug_assert_eq!(tag as usize, self.index);
-                    let io = me.io.lock().unwrap_or_else(|e| e.into_inner());
-                    me.drain(io, &mut self.wakeups);
-                    progressed = true;
                 }
             }
             self.tags = tags;
@@ -554,31 +534,20 @@ impl Driver {
                 break;
             }
             if contended {
-                // The owner or another helper is draining that poller; its
-                // readiness (level-triggered) clears within microseconds.
+                // Another M is draining that poller right now; its readiness
+                // (level-triggered) clears within microseconds.
                 std::thread::yield_now();
             }
         }
-        if !watch.solo {
-            // Leaving to run tasks: the role goes to another parked M, and
-            // this P's poller goes back under the watch.
-            if watch.role.on_leave(self.index, &ops) {
-                me.stats.handoffs.fetch_add(1, Ordering::Relaxed);
-            }
-            self.set_exposed(watch, true);
+        // Unparked for new work: this M may stay busy, so the role goes to
+        // a parked M. Woken by I/O: it keeps the role (see `watch`).
+        if watch.role.on_leave(self.index, unparked, &ops) {
+            me.stats.handoffs.fetch_add(1, Ordering::Relaxed);
         }
     }
 
-    /// Switches this P's entry in its node's watch epoll on or off.
-    fn set_exposed(&mut self, watch: &NodeWatch, on: bool) {
-        let me = &self.shared.ps[self.index];
-        let r = sys::epoll_set_level(&watch.epoll, me.io_fd, self.index as u64, on);
-        debug_assert!(r.is_ok(), "switching P{} in its watch: {r:?}", self.index);
-        self.exposed = on;
-    }
-
-    /// The watcher's turn: finds which busy pollers of the node are ready
-    /// and drains them on their M's behalf.
+    /// The watcher's turn: finds which pollers of the node are ready and
+    /// drains them on their M's behalf.
     fn help_node(&mut self, watch: &NodeWatch) -> Help {
         let waited = sys::epoll_wait(
             &watch.epoll,
@@ -590,15 +559,17 @@ impl Driver {
         let mut outcome = Help::Busy;
         for i in 0..self.watch_tags.len() {
             let p = self.watch_tags[i] as usize;
-            if p == self.index {
-                continue;
-            }
-            let other = &self.shared.ps[p];
-            if let Help::Drained = help(other, &mut self.wakeups, &mut self.timer_wakers) {
-                self.shared.ps[self.index]
-                    .stats
-                    .helps
-                    .fetch_add(1, Ordering::Relaxed);
+            if let Help::Drained = help(
+                &self.shared.ps[p],
+                &mut self.wakeups,
+                &mut self.timer_wakers,
+            ) {
+                if p != self.index {
+                    self.shared.ps[self.index]
+                        .stats
+                        .helps
+                        .fetch_add(1, Ordering::Relaxed);
+                }
                 outcome = Help::Drained;
             }
         }
@@ -606,13 +577,9 @@ impl Driver {
     }
 }
 
-/// Polls `other`'s io poller on behalf of its busy M, collecting wakers for
-/// the calling (helping) M to fire.
+/// Polls `other`'s io poller on behalf of its M (busy, or asleep on its
+/// eventfd), collecting wakers for the calling watcher to fire.
 fn help(other: &PState, wakeups: &mut Wakeups, timer_wakers: &mut Vec<Waker>) -> Help {
-    // SeqCst pairs with the stores around the owner's epoll_wait.
-    if other.parked.load(Ordering::SeqCst) {
-        return Help::Busy;
-    }
     let io = match other.io.try_lock() {
         Ok(io) => io,
         Err(TryLockError::Poisoned(e)) => e.into_inner(),

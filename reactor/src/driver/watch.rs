@@ -1,44 +1,59 @@
-//! The node watch: at most one idle M per node watches the pollers of the
-//! node's busy P's.
+//! The node watch: at most one idle M per node — the **watcher** — blocks on
+//! the pollers of every P of its node; every other idle M sleeps on its own
+//! eventfd. Go's shape ("at most one M blocks in the netpoller"), per node.
 //!
 //! Each node has a *watch epoll* (level-triggered) holding the io poller of
-//! every P of the node. A P's entry is **exposed** (listening for input) only
-//! while the P is not parked; a parked P's M watches its own poller directly
-//! in its park epoll, so hiding the entry is what keeps one event from waking
-//! two threads.
+//! every P of the node. It is registered, switched off, in the park epolls of
+//! the node's first [`CANDIDATES`] P's; the watcher's entry is switched on.
+//! Moving the role is two `EPOLL_CTL_MOD`s, no wake-up and no loop check.
 //!
-//! The **watcher** is one parked M whose park epoll holds the watch epoll. It
-//! wakes only for events on busy P's pollers (and due timers of busy P's,
-//! which are timerfds in those pollers) and helps: it drains that poller and
-//! runs the woken tasks on its own P. When the watcher stops parking (it found
-//! work), it hands the role to another parked M of the node by moving the
-//! watch epoll from its own park epoll into that M's one: an `epoll_ctl`, not
-//! a wake-up. If no M of the node is parked, nobody watches until one parks;
-//! busy P's poll their own poller every `event_interval` ticks meanwhile.
+//! The rules, all under one lock per node (uncontended: only the node's M's
+//! take it, once per park):
 //!
-//! The role's state lives under one lock per node, taken once per park and
-//! once per wake (uncontended: only this node's M's take it). The invariant
-//! under that lock: the watch epoll is in P `p`'s park epoll iff
-//! `watcher == Some(p)`. The lost-watch race (a watcher hands the role to an M
-//! that is waking up at that moment) is closed by the order of two steps on
-//! each side: an M marks itself unparked *before* it takes the lock to leave,
-//! and the handing M reads the parked flags *under* the lock. So either the
-//! handing M sees the waking one as unparked and picks someone else, or the
-//! waking M finds itself the watcher when it takes the lock and hands the role
-//! on. The loom model below checks it.
+//! - **Taking the role** ([`Role::on_park`]): an M about to block takes the
+//!   role if nobody holds it, or if the holder is not parked (it is running
+//!   tasks, so nobody watches): Go's "an idle M becomes the poller when nobody
+//!   polls". Otherwise it sleeps on its own eventfd only.
+//! - **Keeping it** ([`Role::on_leave`] with `hand_off == false`): a watcher
+//!   that wakes for I/O keeps the role while it runs the woken tasks, and is
+//!   back in its epoll a few microseconds later. No syscall on that path: it
+//!   is the light-load request path, one context switch per request, and in a
+//!   ping-pong between two tasks of the node the watcher finds the next event
+//!   already there when it parks (no context switch at all).
+//! - **Handing it on** (`hand_off == true`): a watcher woken by an unpark
+//!   (new work pushed to its P, or woken to spin) is joining general work and
+//!   may stay busy: it gives the role to a parked candidate, so a busy P's
+//!   events keep being watched.
+//!
+//! The hole this leaves: a watcher woken by I/O whose task then runs for a
+//! long time keeps the role, and the other parked M's do not watch. The next
+//! M of the node that parks takes the role over (rule one); a busy P polls its
+//! own poller every `event_interval` ticks.
+//!
+//! The invariant under the lock: the watch epoll is switched on in P `p`'s
+//! park epoll iff `watcher == Some(p)`. The race of a hand-off to an M that is
+//! waking up is closed by order: an M marks itself unparked *before* it takes
+//! the lock to leave, and marks itself parked *before* it takes the lock to
+//! park; the handing or taking M reads the parked flags *under* the lock. The
+//! loom models below check it.
 
 #[cfg(loom)]
 use loom::sync::Mutex;
 #[cfg(not(loom))]
 use std::sync::Mutex;
 
+/// The P's of a node whose park epolls can take the watch: the first ones of
+/// the node. Each candidate's park epoll holds the watch epoll (switched off
+/// unless it is the watcher), and every event on the node's pollers walks the
+/// watch epoll's waiters, so the count is bounded; more than enough for the
+/// role to find a parked M whenever the node has idle P's to speak of.
+pub(super) const CANDIDATES: usize = 8;
+
 /// What the role protocol needs from the real world (the epoll calls and the
 /// P's parked flags), so the loom model runs this very code.
 pub(super) trait WatchOps {
-    /// Adds the watch epoll to P `p`'s park epoll.
-    fn attach(&self, p: usize) -> std::io::Result<()>;
-    /// Removes the watch epoll from P `p`'s park epoll.
-    fn detach(&self, p: usize);
+    /// Switches the watch epoll on (or off) in P `p`'s park epoll.
+    fn switch(&self, p: usize, on: bool) -> std::io::Result<()>;
     /// Whether P `p`'s M is blocked (or about to block) in its park epoll.
     fn is_parked(&self, p: usize) -> bool;
 }
@@ -46,47 +61,69 @@ pub(super) trait WatchOps {
 /// The watcher role of one node.
 pub(super) struct Role {
     watcher: Mutex<Option<usize>>,
-    /// The node's P's, in index order.
-    procs: Vec<usize>,
+    /// The P's that may hold the role, in index order.
+    candidates: Vec<usize>,
 }
 
 impl Role {
-    pub(super) fn new(procs: Vec<usize>) -> Self {
+    /// `procs`: the node's P's, in index order.
+    pub(super) fn new(procs: &[usize]) -> Self {
         Role {
             watcher: Mutex::new(None),
-            procs,
+            candidates: procs.iter().copied().take(CANDIDATES).collect(),
         }
     }
 
+    /// Whether P `p`'s park epoll holds the watch epoll at all.
+    pub(super) fn is_candidate(&self, p: usize) -> bool {
+        self.candidates.contains(&p)
+    }
+
     /// Called by P `me`'s M after it marked itself parked, before it blocks:
-    /// takes the role if nobody holds it.
+    /// takes the role if nobody holds it or its holder is running.
     pub(super) fn on_park(&self, me: usize, ops: &impl WatchOps) {
+        if !self.is_candidate(me) {
+            return;
+        }
         let mut w = self.watcher.lock().unwrap_or_else(|e| e.into_inner());
-        if w.is_none() && ops.attach(me).is_ok() {
-            *w = Some(me);
+        match *w {
+            Some(p) if p == me || ops.is_parked(p) => {}
+            old => {
+                if ops.switch(me, true).is_ok() {
+                    if let Some(p) = old {
+                        let _ = ops.switch(p, false);
+                    }
+                    *w = Some(me);
+                }
+            }
         }
     }
 
     /// Called by P `me`'s M after it marked itself unparked, when it leaves
-    /// its park to run tasks: if it is the watcher, hands the role to another
-    /// parked M of the node (scanning from `me + 1`, so the role moves away
-    /// from busy P's). Returns whether the role was handed on.
-    pub(super) fn on_leave(&self, me: usize, ops: &impl WatchOps) -> bool {
+    /// its park to run tasks. With `hand_off` (it was unparked for new work),
+    /// a watcher gives the role to a parked candidate, scanning from `me + 1`
+    /// so the role moves away from busy P's; without one, the role is left
+    /// free for the next M that parks. Returns whether it was handed on.
+    pub(super) fn on_leave(&self, me: usize, hand_off: bool, ops: &impl WatchOps) -> bool {
+        if !hand_off || !self.is_candidate(me) {
+            return false;
+        }
         let mut w = self.watcher.lock().unwrap_or_else(|e| e.into_inner());
         if *w != Some(me) {
             return false;
         }
-        ops.detach(me);
-        *w = None;
-        let n = self.procs.len();
-        let offset = self.procs.iter().position(|&p| p == me).unwrap_or(0);
+        let n = self.candidates.len();
+        let offset = self.candidates.iter().position(|&p| p == me).unwrap_or(0);
         for k in 1..n {
-            let p = self.procs[(offset + k) % n];
-            if ops.is_parked(p) && ops.attach(p).is_ok() {
+            let p = self.candidates[(offset + k) % n];
+            if ops.is_parked(p) && ops.switch(p, true).is_ok() {
+                let _ = ops.switch(me, false);
                 *w = Some(p);
                 return true;
             }
         }
+        let _ = ops.switch(me, false);
+        *w = None;
         false
     }
 
@@ -103,90 +140,104 @@ mod models {
     use loom::thread;
     use std::sync::Arc;
 
-    /// Three P's of one node; `attached` is a bitmask standing in for "the
-    /// watch epoll is in this P's park epoll".
+    /// Three P's of one node; `on` is a bitmask standing in for "the watch
+    /// epoll is switched on in this P's park epoll".
     struct Model {
         parked: [AtomicBool; 3],
-        attached: AtomicUsize,
+        on: AtomicUsize,
     }
 
     impl WatchOps for Model {
-        fn attach(&self, p: usize) -> std::io::Result<()> {
-            let before = self.attached.fetch_or(1 << p, SeqCst);
-            assert_eq!(before & (1 << p), 0, "watch epoll added twice to P{p}");
+        fn switch(&self, p: usize, on: bool) -> std::io::Result<()> {
+            if on {
+                self.on.fetch_or(1 << p, SeqCst);
+            } else {
+                self.on.fetch_and(!(1 << p), SeqCst);
+            }
             Ok(())
-        }
-        fn detach(&self, p: usize) {
-            let before = self.attached.fetch_and(!(1 << p), SeqCst);
-            assert_ne!(before & (1 << p), 0, "watch epoll removed from P{p} twice");
         }
         fn is_parked(&self, p: usize) -> bool {
             self.parked[p].load(SeqCst)
         }
     }
 
+    fn model(parked: [bool; 3]) -> Arc<Model> {
+        Arc::new(Model {
+            parked: parked.map(AtomicBool::new),
+            on: AtomicUsize::new(0),
+        })
+    }
+
     /// P0 is parked and watching, P1 is parked, P2 is busy. Concurrently P0
-    /// and P1 wake up (leave) and P2 parks. At the end only P2 is parked, so
-    /// P2 must be the watcher and the only park epoll holding the watch
-    /// epoll: the role never ends with an M that is running, nor is lost
-    /// while an M is parked.
+    /// and P1 are unparked for new work (they hand the role on) and P2 parks.
+    /// At the end only P2 is parked, so P2 must be the watcher and the only
+    /// park epoll with the watch switched on: the role never ends with a
+    /// running M while an M is parked.
     #[test]
     fn role_follows_parked_machines() {
         loom::model(|| {
-            let m = Arc::new(Model {
-                parked: [
-                    AtomicBool::new(true),
-                    AtomicBool::new(true),
-                    AtomicBool::new(false),
-                ],
-                attached: AtomicUsize::new(0),
-            });
-            let role = Arc::new(Role::new(vec![0, 1, 2]));
+            let m = model([true, true, false]);
+            let role = Arc::new(Role::new(&[0, 1, 2]));
             role.on_park(0, &*m);
             let leave = |p: usize| {
                 let (m, role) = (m.clone(), role.clone());
                 thread::spawn(move || {
                     m.parked[p].store(false, SeqCst);
-                    role.on_leave(p, &*m);
+                    role.on_leave(p, true, &*m);
                 })
             };
             let a = leave(0);
             let b = leave(1);
-            // P2 parks.
             m.parked[2].store(true, SeqCst);
             role.on_park(2, &*m);
             a.join().unwrap();
             b.join().unwrap();
             assert_eq!(role.watcher(), Some(2), "the only parked M must watch");
-            assert_eq!(m.attached.load(SeqCst), 1 << 2);
+            assert_eq!(m.on.load(SeqCst), 1 << 2);
         });
     }
 
-    /// The watcher leaves while the only other M is waking up too: the role
-    /// must end with nobody (both run), never with a running M.
+    /// A watcher woken by I/O keeps the role while another M parks: the
+    /// parker takes it over if it sees the watcher running, or else sleeps;
+    /// either way exactly one park epoll has the watch switched on, and it
+    /// is the watcher's.
+    #[test]
+    fn role_is_held_by_exactly_one() {
+        loom::model(|| {
+            let m = model([true, false, false]);
+            let role = Arc::new(Role::new(&[0, 1, 2]));
+            role.on_park(0, &*m);
+            let (m1, r1) = (m.clone(), role.clone());
+            let t = thread::spawn(move || {
+                m1.parked[1].store(true, SeqCst);
+                r1.on_park(1, &*m1);
+            });
+            m.parked[0].store(false, SeqCst);
+            role.on_leave(0, false, &*m);
+            t.join().unwrap();
+            let w = role.watcher().expect("somebody holds the role");
+            assert_eq!(m.on.load(SeqCst), 1 << w);
+        });
+    }
+
+    /// The watcher is unparked for work while the only other M is unparked
+    /// too: the role must end free (nobody parked), never with a running M.
     #[test]
     fn role_never_left_with_a_running_machine() {
         loom::model(|| {
-            let m = Arc::new(Model {
-                parked: [
-                    AtomicBool::new(true),
-                    AtomicBool::new(true),
-                    AtomicBool::new(false),
-                ],
-                attached: AtomicUsize::new(0),
-            });
-            let role = Arc::new(Role::new(vec![0, 1, 2]));
+            let m = model([true, true, false]);
+            let role = Arc::new(Role::new(&[0, 1, 2]));
             role.on_park(0, &*m);
             let (m1, r1) = (m.clone(), role.clone());
             let t = thread::spawn(move || {
                 m1.parked[1].store(false, SeqCst);
-                r1.on_leave(1, &*m1);
+                r1.on_leave(1, true, &*m1);
             });
             m.parked[0].store(false, SeqCst);
-            role.on_leave(0, &*m);
+            role.on_leave(0, true, &*m);
             t.join().unwrap();
             assert_eq!(role.watcher(), None);
-            assert_eq!(m.attached.load(SeqCst), 0);
+            assert_eq!(m.on.load(SeqCst), 0);
         });
     }
 }
