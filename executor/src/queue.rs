@@ -191,7 +191,9 @@ impl<T: RawTask> Local<T> {
     /// Takes `runnext` (when `lifo` is set) or else the head of the ring.
     /// The bool says whether the task came from `runnext`.
     pub(crate) fn pop(&mut self, lifo: bool) -> Option<(T, bool)> {
-        if lifo {
+        // A plain load first: runnext is empty on most pops, and the swap is
+        // a locked instruction on every pop otherwise.
+        if lifo && !self.inner.runnext.load(Relaxed).is_null() {
             // AcqRel: Acquire pairs with the Release swap that stored it.
             let next = self.inner.runnext.swap(ptr::null_mut(), AcqRel);
             if let Some(next) = NonNull::new(next) {

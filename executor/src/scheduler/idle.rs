@@ -146,6 +146,16 @@ impl Idle {
         self.nodes[node].nmspinning.load(SeqCst)
     }
 
+    /// `node_npidle` without ordering, for hints (`Shared::wake_idle_p_hint`).
+    pub(crate) fn node_npidle_hint(&self, node: usize) -> usize {
+        self.nodes[node].npidle.load(Relaxed)
+    }
+
+    /// `node_nmspinning` without ordering, for hints.
+    pub(crate) fn node_nmspinning_hint(&self, node: usize) -> usize {
+        self.nodes[node].nmspinning.load(Relaxed)
+    }
+
     /// Go's rule, per node: an M may start spinning only while fewer than
     /// half the node's busy P's have a spinning M, so spinning cannot eat the
     /// CPU it is looking for.

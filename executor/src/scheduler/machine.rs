@@ -476,7 +476,7 @@ impl Worker {
         // are queued is a spinner worth a wake-up (tokio's rule; Go's
         // `startIdle` wakes one M per extra goroutine).
         if core.queue.len() > 1 {
-            self.shared.wake_idle_p(core.node);
+            self.shared.wake_idle_p_hint(core.node);
         }
         core
     }

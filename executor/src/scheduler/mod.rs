@@ -228,7 +228,7 @@ impl Shared {
             // next; whether to wake a helper is decided once per dispatch,
             // after the driver returns (`Worker::poll_driver`).
             Ok((_, true)) => return,
-            Ok((node, false)) => return self.wake_idle_p(node),
+            Ok((node, false)) => return self.wake_idle_p_hint(node),
             Err(task) => task,
         };
         let node = context::current_node_of(self).unwrap_or_else(|| self.next_node());
@@ -301,6 +301,19 @@ impl Shared {
     pub(crate) fn saturated(&self, node: usize) -> bool {
         let procs = &self.procs[self.nodes[node].procs.clone()];
         !procs.is_empty() && procs.iter().all(|p| p.in_task.load(Relaxed))
+    }
+
+    /// `wake_idle_p` for work this M queued on its own P: the M is awake and
+    /// runs it whatever happens, so no wake-up can be lost and the barrier's
+    /// fence is not needed to decide that nobody needs waking. A busy node
+    /// (no idle P, or a spinner already looking) costs two plain loads
+    /// instead of a fence per spawn and yield; otherwise the full protocol
+    /// runs. (Go's `wakep` after `runqput` has no fence either.)
+    pub(crate) fn wake_idle_p_hint(&self, node: usize) {
+        if self.idle.node_npidle_hint(node) == 0 || self.idle.node_nmspinning_hint(node) != 0 {
+            return;
+        }
+        self.wake_idle_p(node);
     }
 
     /// Claims the spinner slot of `node` and wakes one of its idle P's.
