@@ -306,12 +306,23 @@ impl Shared {
     /// `wake_idle_p` for work this M queued on its own P: the M is awake and
     /// runs it whatever happens, so no wake-up can be lost and the barrier's
     /// fence is not needed to decide that nobody needs waking. A busy node
-    /// (no idle P, or a spinner already looking) costs two plain loads
-    /// instead of a fence per spawn and yield; otherwise the full protocol
-    /// runs. (Go's `wakep` after `runqput` has no fence either.)
+    /// (a spinner already looking, or no idle P here nor a quiet one on
+    /// another node) costs a few plain loads instead of a fence per spawn
+    /// and yield; otherwise the full protocol runs. (Go's `wakep` after
+    /// `runqput` has no fence either.)
     pub(crate) fn wake_idle_p_hint(&self, node: usize) {
-        if self.idle.node_npidle_hint(node) == 0 || self.idle.node_nmspinning_hint(node) != 0 {
+        if self.idle.node_nmspinning_hint(node) != 0 {
             return;
+        }
+        if self.idle.node_npidle_hint(node) == 0 {
+            // Nobody idle here: only an idle P of another node could help,
+            // through the cross-node fallback of `wake_idle_p`.
+            let remote_idle = self.nodes[node].remote_order.iter().any(|&rn| {
+                self.idle.node_npidle_hint(rn) != 0 && self.idle.node_nmspinning_hint(rn) == 0
+            });
+            if !remote_idle {
+                return;
+            }
         }
         self.wake_idle_p(node);
     }
