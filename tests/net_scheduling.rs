@@ -203,3 +203,71 @@ fn readiness_is_handled_while_the_owning_p_is_busy() {
     assert_ne!(p_done, Some(p_i), "the reply was read on the other P");
     drop(peer_thread.join().unwrap());
 }
+
+/// The watcher hole the monitor closes: the M that watches the node's
+/// pollers is woken by I/O and its task then runs a long synchronous loop.
+/// A reply on another connection, whose reader is parked, must still be read
+/// while that loop runs — by another M, once the role has moved (a parked M
+/// taking it, or the monitor after a tick). The loop ends as soon as the
+/// reader reports, or after `GUARD`; the test fails if it had to wait that
+/// long.
+#[test]
+fn io_is_watched_while_the_watcher_runs_a_long_poll() {
+    let rt = numa_rt::Builder::new().max_procs(2).build().unwrap();
+    // Two connections, each with a plain-thread peer.
+    let (l1, l2) = (
+        std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
+        std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
+    );
+    let (a1, a2) = (l1.local_addr().unwrap(), l2.local_addr().unwrap());
+    let reader_done = Arc::new(AtomicBool::new(false));
+    let (looping_tx, looping_rx) = std::sync::mpsc::channel::<()>();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
+    // The reader: waits on connection 2.
+    let done = reader_done.clone();
+    let ready2 = ready_tx.clone();
+    let reader = rt.spawn(async move {
+        let mut s = TcpStream::connect(a2).await.unwrap();
+        let mut buf = [0u8; 1];
+        NotifyPending {
+            fut: Box::pin(s.read_exact(&mut buf)),
+            on_pending: Some(move || ready2.send(()).unwrap()),
+        }
+        .await
+        .unwrap();
+        done.store(true, Ordering::SeqCst);
+    });
+    // The long poll: woken by I/O on connection 1, then loops.
+    let done = reader_done.clone();
+    let looper = rt.spawn(async move {
+        let mut s = TcpStream::connect(a1).await.unwrap();
+        let mut buf = [0u8; 1];
+        NotifyPending {
+            fut: Box::pin(s.read_exact(&mut buf)),
+            on_pending: Some(move || ready_tx.send(()).unwrap()),
+        }
+        .await
+        .unwrap();
+        looping_tx.send(()).unwrap();
+        let start = Instant::now();
+        while !done.load(Ordering::SeqCst) && start.elapsed() < GUARD {
+            std::hint::spin_loop();
+        }
+        done.load(Ordering::SeqCst)
+    });
+    let (mut p1, _) = l1.accept().unwrap();
+    let (mut p2, _) = l2.accept().unwrap();
+    ready_rx.recv_timeout(GUARD).unwrap();
+    ready_rx.recv_timeout(GUARD).unwrap();
+    // Wake the looper by I/O, wait until it loops, then answer the reader.
+    p1.write_all(b"x").unwrap();
+    looping_rx.recv_timeout(GUARD).unwrap();
+    p2.write_all(b"y").unwrap();
+    let served = rt.block_on(looper).unwrap();
+    rt.block_on(reader).unwrap();
+    assert!(
+        served,
+        "the reply on connection 2 was not read while the other task looped"
+    );
+    drop((p1, p2));
+}

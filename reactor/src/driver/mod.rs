@@ -46,6 +46,10 @@
 //! - An unpark (new work for this P, or a spinner wanted) wakes exactly the
 //!   P's M through its eventfd.
 //! - Everything else sleeps: an idle runtime makes no system call.
+//! - A watcher that stays out of its park for a monitor tick loses the role
+//!   to a parked M ([`monitor`]), so a long poll never leaves the node's
+//!   pollers unwatched for more than ~10 ms (Go's sysmon bound); an M unparked
+//!   for new work hands the role on at once.
 //!
 //! Wakers are never called under a lock; one dispatch fires due timers first
 //! (Go runs timers before netpoll), then write-readiness wakers, then read,
@@ -92,6 +96,7 @@
 //! registered with it) is gone.
 
 pub(crate) mod io;
+mod monitor;
 mod notify;
 pub(crate) mod registration;
 pub(crate) mod timers;
@@ -132,6 +137,14 @@ pub(crate) struct Shared {
     /// Round-robin cursor for registrations made outside a worker.
     next_p: AtomicUsize,
     shutdown: AtomicBool,
+    monitor: Arc<monitor::Monitor>,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // The monitor holds the reactor weakly; tell it to end.
+        self.monitor.signal_stop();
+    }
 }
 
 struct IoPoller {
@@ -270,14 +283,20 @@ impl Reactor {
                 stats: Stats::default(),
             });
         }
-        Ok(Reactor {
-            shared: Arc::new(Shared {
-                ps: ps.into_boxed_slice(),
-                nodes: nodes.into_boxed_slice(),
-                next_p: AtomicUsize::new(0),
-                shutdown: AtomicBool::new(false),
-            }),
-        })
+        let monitor = monitor::Monitor::new();
+        // The role can only move where a node has two candidates.
+        let movable = nodes.iter().any(|w| w.procs >= 2);
+        let shared = Arc::new(Shared {
+            ps: ps.into_boxed_slice(),
+            nodes: nodes.into_boxed_slice(),
+            next_p: AtomicUsize::new(0),
+            shutdown: AtomicBool::new(false),
+            monitor: monitor.clone(),
+        });
+        if movable {
+            monitor.start(&shared)?;
+        }
+        Ok(Reactor { shared })
     }
 
     /// The number of P's.
@@ -319,6 +338,7 @@ impl Reactor {
             p.timers.shutdown();
             p.unpark();
         }
+        self.shared.monitor.stop();
     }
 
     /// Whether [`Reactor::shutdown`] was called.
@@ -544,6 +564,7 @@ impl Driver {
         if watch.role.on_leave(self.index, unparked, &ops) {
             me.stats.handoffs.fetch_add(1, Ordering::Relaxed);
         }
+        shared.monitor.kick();
     }
 
     /// The watcher's turn: finds which pollers of the node are ready and

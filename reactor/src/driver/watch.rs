@@ -25,10 +25,12 @@
 //!   may stay busy: it gives the role to a parked candidate, so a busy P's
 //!   events keep being watched.
 //!
-//! The hole this leaves: a watcher woken by I/O whose task then runs for a
-//! long time keeps the role, and the other parked M's do not watch. The next
-//! M of the node that parks takes the role over (rule one); a busy P polls its
-//! own poller every `event_interval` ticks.
+//! - **Rescuing it** ([`Role::rescue`]): a watcher woken by I/O whose task
+//!   then runs long would leave the node's pollers unwatched (the other parked
+//!   M's sleep on their eventfds). The next M of the node that parks takes
+//!   the role over (rule one); failing that, the monitor thread
+//!   ([`super::monitor`]) moves it to a parked candidate once the watcher has
+//!   been out for a tick (20 µs to 10 ms, Go's sysmon figures).
 //!
 //! The invariant under the lock: the watch epoll is switched on in P `p`'s
 //! park epoll iff `watcher == Some(p)`. The race of a hand-off to an M that is
@@ -124,6 +126,32 @@ impl Role {
         }
         let _ = ops.switch(me, false);
         *w = None;
+        false
+    }
+
+    /// Called by the monitor: if `holder` still holds the role and is still
+    /// running (not parked), gives the role to a parked candidate. Returns
+    /// whether it moved. The parked check is under the lock, so a holder
+    /// that is parking again at the same moment keeps it.
+    pub(super) fn rescue(&self, holder: usize, ops: &impl WatchOps) -> bool {
+        let mut w = self.watcher.lock().unwrap_or_else(|e| e.into_inner());
+        if *w != Some(holder) || ops.is_parked(holder) {
+            return false;
+        }
+        let n = self.candidates.len();
+        let offset = self
+            .candidates
+            .iter()
+            .position(|&p| p == holder)
+            .unwrap_or(0);
+        for k in 1..n {
+            let p = self.candidates[(offset + k) % n];
+            if ops.is_parked(p) && ops.switch(p, true).is_ok() {
+                let _ = ops.switch(holder, false);
+                *w = Some(p);
+                return true;
+            }
+        }
         false
     }
 

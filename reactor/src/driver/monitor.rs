@@ -1,0 +1,187 @@
+//! The watch monitor: a thread that takes the watcher role away from an M
+//! that has been running tasks for a while, so the node's pollers are never
+//! left unwatched behind a long poll.
+//!
+//! A watcher woken by I/O keeps the role while it runs the woken tasks (see
+//! [`super::watch`]): that is what makes the light-load request path free of
+//! system calls. If one of those tasks runs long (a CPU-heavy handler, a
+//! blocking call), nobody watches the node's pollers meanwhile — not even the
+//! pollers of idle P's, whose M's sleep on their own eventfds. Go has the same
+//! hole around its netpoller and closes it with sysmon, which polls the
+//! network when nobody has for 10 ms. This is that part of sysmon, per node:
+//!
+//! - it sleeps 20 µs, doubling up to 10 ms while it finds nothing to do
+//!   (Go's sysmon figures);
+//! - at each tick, for each node whose watcher is out of its park and has not
+//!   come back since the previous tick (its wake-up count did not move), it
+//!   hands the role to a parked candidate ([`super::watch::Role::rescue`]):
+//!   two `epoll_ctl`s; the new watcher wakes at once if an event is waiting;
+//! - when every M of the runtime is parked and none woke during the last
+//!   tick, it sleeps until one leaves its park ([`Monitor::kick`]), so an
+//!   idle runtime makes no system call at all, while light load (an M waking
+//!   every few hundred microseconds) costs one monitor wake-up per 10 ms
+//!   rather than a kick per request.
+//!
+//! The deep sleep and the kick are a Dekker pair: the monitor sets `sleeping`
+//! then reads every P's parked flag; an M clears its parked flag (in
+//! `Driver::park`) then reads `sleeping`. Either the monitor sees the running
+//! M and stays awake, or the M sees the monitor asleep and kicks it.
+//!
+//! The thread holds the reactor only weakly and ends when the reactor shuts
+//! down or is dropped. The executor's sysmon (issue 10) should absorb it.
+
+use super::{Ops, Shared};
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::time::Duration;
+
+/// The first and the longest sleep between two ticks (Go's sysmon).
+const MIN_DELAY: Duration = Duration::from_micros(20);
+const MAX_DELAY: Duration = Duration::from_millis(10);
+
+pub(super) struct Monitor {
+    /// True while the thread sleeps until kicked. SeqCst: the monitor's side
+    /// of the pair with `PState::parked` (module docs).
+    sleeping: AtomicBool,
+    state: Mutex<State>,
+    cv: Condvar,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+#[derive(Default)]
+struct State {
+    kicked: bool,
+    stop: bool,
+}
+
+impl Monitor {
+    pub(super) fn new() -> Arc<Monitor> {
+        Arc::new(Monitor {
+            sleeping: AtomicBool::new(false),
+            state: Mutex::new(State::default()),
+            cv: Condvar::new(),
+            thread: Mutex::new(None),
+        })
+    }
+
+    /// Starts the thread for the reactor `shared`.
+    pub(super) fn start(self: &Arc<Self>, shared: &Arc<Shared>) -> std::io::Result<()> {
+        let weak = Arc::downgrade(shared);
+        let me = self.clone();
+        let t = std::thread::Builder::new()
+            .name("numa_rt-monitor".into())
+            .spawn(move || me.run(weak))?;
+        *self.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(t);
+        Ok(())
+    }
+
+    /// Called by an M leaving its park: wakes the monitor if it sleeps until
+    /// kicked. One SeqCst load when it does not (pairs with the store in
+    /// `run`).
+    pub(super) fn kick(&self) {
+        if self.sleeping.load(SeqCst) {
+            let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            s.kicked = true;
+            self.sleeping.store(false, SeqCst);
+            self.cv.notify_one();
+        }
+    }
+
+    /// Ends the thread and waits for it (reactor shutdown), unless called on
+    /// the monitor thread itself.
+    pub(super) fn stop(&self) {
+        self.signal_stop();
+        let t = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(t) = t {
+            if t.thread().id() != std::thread::current().id() {
+                let _ = t.join();
+            }
+        }
+    }
+
+    /// Asks the thread to end without waiting (the reactor is being dropped).
+    pub(super) fn signal_stop(&self) {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.stop = true;
+        self.cv.notify_one();
+    }
+
+    fn run(&self, shared: Weak<Shared>) {
+        let mut delay = MIN_DELAY;
+        // Per node: the watcher seen out of its park at the last tick, and
+        // its wake-up count then.
+        let mut seen: Vec<Option<(usize, u64)>> = Vec::new();
+        // Every P's wake-ups, summed, at the last tick.
+        let mut last_total = u64::MAX;
+        loop {
+            let deep = {
+                let Some(sh) = shared.upgrade() else { return };
+                let total: u64 = sh.ps.iter().map(|p| p.stats.wakeups.load(SeqCst)).sum();
+                // Sleep until kicked only once the runtime has been idle for
+                // a whole tick (no M woke since the last one), so light load
+                // does not pay a kick per request.
+                let quiet = total == last_total;
+                last_total = total;
+                quiet && {
+                    self.sleeping.store(true, SeqCst);
+                    // SeqCst loads: the other half of the pair with `kick`.
+                    let all_parked = sh.ps.iter().all(|p| p.parked.load(SeqCst));
+                    if !all_parked {
+                        self.sleeping.store(false, SeqCst);
+                    }
+                    all_parked
+                }
+            };
+            let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            if deep {
+                while !s.kicked && !s.stop {
+                    s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
+                }
+                s.kicked = false;
+                // Back from a long idle: the next check in a full tick.
+                delay = MAX_DELAY;
+                seen.clear();
+                last_total = u64::MAX;
+            } else if !s.stop {
+                s = self
+                    .cv
+                    .wait_timeout(s, delay)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+            if s.stop {
+                return;
+            }
+            drop(s);
+            let Some(sh) = shared.upgrade() else { return };
+            if sh.is_shutdown() {
+                return;
+            }
+            seen.resize(sh.nodes.len(), None);
+            let mut moved = false;
+            for (n, watch) in sh.nodes.iter().enumerate() {
+                let out = watch
+                    .role
+                    .watcher()
+                    .filter(|&h| !sh.ps[h].parked.load(SeqCst));
+                let now = out.map(|h| (h, sh.ps[h].stats.wakeups.load(SeqCst)));
+                match now {
+                    Some((h, _)) if now == seen[n] => {
+                        let ops = Ops { shared: &sh, watch };
+                        if watch.role.rescue(h, &ops) {
+                            moved = true;
+                            sh.ps[h].stats.handoffs.fetch_add(1, SeqCst);
+                        }
+                        seen[n] = None;
+                    }
+                    _ => seen[n] = now,
+                }
+            }
+            delay = if moved {
+                MIN_DELAY
+            } else {
+                (delay * 2).min(MAX_DELAY)
+            };
+        }
+    }
+}
