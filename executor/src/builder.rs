@@ -1,5 +1,6 @@
 //! `Builder`: configures and builds a [`Runtime`](crate::Runtime).
 
+use crate::config::{Callback, Config};
 use crate::runtime::{Handle, Runtime};
 use crate::scheduler::Shared;
 use numa_rt_numa::Topology;
@@ -10,8 +11,6 @@ use std::time::Duration;
 
 /// The environment variable that sets the number of processors (Go's GOMAXPROCS).
 pub const MAXPROCS_ENV: &str = "NUMA_RT_MAXPROCS";
-
-type Callback = Arc<dyn Fn() + Send + Sync>;
 
 /// Builds a runtime with custom settings.
 ///
@@ -35,20 +34,6 @@ pub struct Builder {
     on_thread_stop: Option<Callback>,
     topology: Option<Topology>,
     pin_cores: bool,
-}
-
-/// The settings the scheduler reads while it runs.
-#[derive(Clone)]
-pub(crate) struct Config {
-    pub(crate) thread_name: Arc<dyn Fn() -> String + Send + Sync>,
-    pub(crate) thread_stack_size: Option<usize>,
-    pub(crate) max_blocking_threads: usize,
-    pub(crate) blocking_keep_alive: Duration,
-    pub(crate) global_queue_interval: u32,
-    pub(crate) event_interval: u32,
-    pub(crate) on_thread_start: Option<Callback>,
-    pub(crate) on_thread_stop: Option<Callback>,
-    pub(crate) pin_cores: bool,
 }
 
 impl Default for Builder {
@@ -216,6 +201,13 @@ impl Builder {
         };
         let shared = Shared::build(config, topology, node_of_p, start_node)?;
         Ok(Runtime::from_handle(Handle { shared }))
+    }
+}
+
+impl Runtime {
+    /// A runtime with default settings (see [`Builder::new`]).
+    pub fn new() -> io::Result<Runtime> {
+        Builder::new().build()
     }
 }
 

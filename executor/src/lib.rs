@@ -30,8 +30,8 @@
 
 mod blocking;
 mod builder;
-mod context;
-mod local;
+mod config;
+mod counters;
 mod loom;
 mod metrics;
 pub mod numa;
@@ -43,8 +43,8 @@ pub mod task;
 
 pub use blocking::block_in_place;
 pub use builder::{Builder, MAXPROCS_ENV};
-pub use context::EnterGuard;
 pub use metrics::{NodeMetrics, ProcMetrics, RuntimeMetrics};
 pub use runtime::{Handle, Runtime, TryCurrentError};
+pub use scheduler::context::EnterGuard;
 pub use spawn::{spawn, spawn_blocking, spawn_local};
 pub use task::{JoinError, JoinHandle};

@@ -1,47 +1,10 @@
-//! NUMA placement: binding M's to their node, `spawn_on`, `current_node`.
+//! NUMA placement: `spawn_on`, `current_node`.
 
-use crate::context;
 use crate::runtime::Handle;
-use crate::scheduler::Shared;
+use crate::scheduler::context;
 use crate::task::JoinHandle;
 use numa_rt_numa::NodeId;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::Arc;
-
-/// Binds the calling M's thread to its node's CPUs (the node, not a core,
-/// so the OS balances within it — Vyukov), or to one core with
-/// `Builder::pin_cores`, and prefers the node's memory. Failures (e.g. a
-/// container without permission) are reported once per process and the
-/// runtime carries on.
-pub(crate) fn bind_machine(shared: &Arc<Shared>, node: usize, first_p: Option<usize>) {
-    static REPORTED: AtomicBool = AtomicBool::new(false);
-    let report = |what: &str, e: std::io::Error| {
-        if !REPORTED.swap(true, Relaxed) {
-            eprintln!("numa_rt: {what} failed ({e}); continuing without it");
-        }
-    };
-    let n = &shared.topology.nodes()[node];
-    if shared.config.pin_cores {
-        let cpus: Vec<usize> = n.cpus().iter().collect();
-        let k = first_p.map_or(0, |p| p - shared.nodes[node].procs.start);
-        if let Some(&cpu) = cpus.get(k % cpus.len().max(1)) {
-            if !numa_rt_numa::sys::pin_to_core(cpu) {
-                report(
-                    "pinning a worker to a core",
-                    std::io::Error::other(format!("core {cpu}")),
-                );
-            }
-        }
-    } else if let Err(e) = numa_rt_numa::sys::set_thread_affinity(n.cpus()) {
-        report("binding a worker to its node's CPUs", e);
-    }
-    if shared.topology.nodes().len() > 1 {
-        if let Err(e) = numa_rt_numa::sys::set_preferred_node(n.os_id()) {
-            report("set_mempolicy(MPOL_PREFERRED)", e);
-        }
-    }
-}
 
 /// The node of the worker running the caller; `None` outside a worker.
 pub fn current_node() -> Option<NodeId> {

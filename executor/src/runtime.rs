@@ -1,15 +1,13 @@
 //! `Runtime` and `Handle`: starting, entering and stopping a runtime.
 
-use crate::context::{self, EnterGuard};
-use crate::local::{self, LocalQueue};
 use crate::metrics::RuntimeMetrics;
+use crate::scheduler::context::{self, EnterGuard};
+use crate::scheduler::local::{self, LocalQueue};
 use crate::scheduler::Shared;
 use crate::task::JoinHandle;
-use crate::Builder;
 use numa_rt_numa::Topology;
 use std::fmt;
 use std::future::Future;
-use std::io;
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering::*};
 use std::sync::Arc;
@@ -46,10 +44,7 @@ impl fmt::Display for TryCurrentError {
 impl std::error::Error for TryCurrentError {}
 
 impl Runtime {
-    /// A runtime with default settings (see [`Builder::new`]).
-    pub fn new() -> io::Result<Runtime> {
-        Builder::new().build()
-    }
+    // `Runtime::new` (default settings) is in builder.rs, with `Builder`.
 
     pub(crate) fn from_handle(handle: Handle) -> Runtime {
         handle.shared.blocking.set_runtime(&handle.shared);
@@ -163,7 +158,9 @@ impl Handle {
 
     /// The runtime entered on this thread, if any.
     pub fn try_current() -> Result<Handle, TryCurrentError> {
-        context::current_handle().ok_or(TryCurrentError(()))
+        context::current()
+            .map(|shared| Handle { shared })
+            .ok_or(TryCurrentError(()))
     }
 
     /// Spawns a task; it may run on any processor.
@@ -186,7 +183,7 @@ impl Handle {
 
     /// Enters the runtime on this thread until the guard drops.
     pub fn enter(&self) -> EnterGuard {
-        context::enter(self.clone())
+        context::enter(self.shared.clone())
     }
 
     /// The runtime's metrics.

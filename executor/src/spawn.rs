@@ -1,16 +1,15 @@
 //! The free functions: `spawn`, `spawn_local`, `spawn_blocking`.
 
-use crate::context;
-use crate::local;
 use crate::runtime::Handle;
+use crate::scheduler::{context, local};
 use crate::task::JoinHandle;
 use std::future::Future;
 
 #[track_caller]
 pub(crate) fn current_handle(what: &str) -> Handle {
-    match context::current_handle() {
-        Some(h) => h,
-        None => panic!(
+    match Handle::try_current() {
+        Ok(h) => h,
+        Err(_) => panic!(
             "{what} must be called from a numa_rt runtime: inside a task, Runtime::block_on, \
              #[numa_rt::main], or with a Handle entered (Handle::enter)"
         ),

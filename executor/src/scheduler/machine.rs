@@ -13,14 +13,16 @@
 //!
 //! Invariant: every P has exactly one M at any time — running it, parked in
 //! its driver, or being handed it. M's without a P wait in their node's pool.
+//!
+//! A new M first binds its thread to its node (`bind_machine`).
 
+use super::context::{self, Worker};
+use super::local::LocalQueue;
 use super::processor::Core;
 use super::{BoxCore, Shared};
-use crate::context::{self, Worker};
-use crate::local::LocalQueue;
 use crate::task::Runnable;
 use numa_rt_reactor::coop;
-use std::sync::atomic::{fence, AtomicUsize, Ordering::*};
+use std::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -218,7 +220,7 @@ fn run_machine(
     core: Option<BoxCore>,
     first_p: Option<usize>,
 ) {
-    crate::numa::bind_machine(&shared, machine.node, first_p);
+    bind_machine(&shared, machine.node, first_p);
     if let Some(f) = &shared.config.on_thread_start {
         f();
     }
@@ -247,6 +249,40 @@ fn run_machine(
     machine.local.close_and_drain();
     if let Some(f) = &shared.config.on_thread_stop {
         f();
+    }
+}
+
+/// Binds the calling M's thread to its node's CPUs (the node, not a core,
+/// so the OS balances within it — Vyukov), or to one core with
+/// `Builder::pin_cores`, and prefers the node's memory. Failures (e.g. a
+/// container without permission) are reported once per process and the
+/// runtime carries on.
+fn bind_machine(shared: &Arc<Shared>, node: usize, first_p: Option<usize>) {
+    static REPORTED: AtomicBool = AtomicBool::new(false);
+    let report = |what: &str, e: std::io::Error| {
+        if !REPORTED.swap(true, Relaxed) {
+            eprintln!("numa_rt: {what} failed ({e}); continuing without it");
+        }
+    };
+    let n = &shared.topology.nodes()[node];
+    if shared.config.pin_cores {
+        let cpus: Vec<usize> = n.cpus().iter().collect();
+        let k = first_p.map_or(0, |p| p - shared.nodes[node].procs.start);
+        if let Some(&cpu) = cpus.get(k % cpus.len().max(1)) {
+            if !numa_rt_numa::sys::pin_to_core(cpu) {
+                report(
+                    "pinning a worker to a core",
+                    std::io::Error::other(format!("core {cpu}")),
+                );
+            }
+        }
+    } else if let Err(e) = numa_rt_numa::sys::set_thread_affinity(n.cpus()) {
+        report("binding a worker to its node's CPUs", e);
+    }
+    if shared.topology.nodes().len() > 1 {
+        if let Err(e) = numa_rt_numa::sys::set_preferred_node(n.os_id()) {
+            report("set_mempolicy(MPOL_PREFERRED)", e);
+        }
     }
 }
 

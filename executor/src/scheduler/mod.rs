@@ -6,20 +6,29 @@
 //! - [`machine`]: an M's run loop: find a task, poll it, park.
 //! - [`idle`]: idle P's and spinning M's.
 //! - [`inject`]: node run queues and P inboxes.
+//! - [`local`]: each M's (and `block_on`'s) queue of pinned tasks.
+//! - [`context`]: the thread-local runtime, M and P of the current thread.
+//! - [`blocking`]: the blocking pool behind `spawn_blocking`.
+//!
+//! The scheduler is the executor's ground floor: it reads `Config` and
+//! writes `counters`, both below it; `Runtime`, `Handle`, `Builder` and the
+//! metrics views sit above and only look down.
 //!
 //! docs/architecture.md walks through the whole loop; comments marked
 //! "(barrier)" point at its "Parking and the barrier" section.
 
+pub(crate) mod blocking;
+pub(crate) mod context;
 pub(crate) mod idle;
 pub(crate) mod inject;
+pub(crate) mod local;
 pub(crate) mod machine;
 pub(crate) mod processor;
 
-use crate::blocking::BlockingPool;
-use crate::builder::Config;
-use crate::context;
+use crate::config::Config;
 use crate::task::registry::{Registry, Tracked};
 use crate::task::{CatchUnwind, Id, JoinHandle, Runnable, TaskMeta};
+use blocking::BlockingPool;
 use idle::Idle;
 use inject::Inject;
 use machine::Machine;

@@ -9,7 +9,7 @@
 
 use super::inject::Inject;
 use super::machine::Machine;
-use crate::metrics::ProcCounters;
+use crate::counters::ProcCounters;
 use crate::queue;
 use crate::task::Runnable;
 use numa_rt_reactor::{Driver, Unparker};

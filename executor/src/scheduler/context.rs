@@ -1,9 +1,12 @@
 //! Thread-local context: which runtime, M and P the current thread belongs to.
+//!
+//! The runtime entered on a thread is kept as its `Arc<Shared>`;
+//! `Handle::try_current` wraps it in a `Handle`.
 
-use crate::local::LocalQueue;
-use crate::runtime::Handle;
-use crate::scheduler::machine::Machine;
-use crate::scheduler::{BoxCore, Shared};
+use super::local::LocalQueue;
+use super::machine::Machine;
+use super::processor::Core;
+use super::{BoxCore, Shared};
 use crate::task::Runnable;
 use std::cell::{Cell, RefCell};
 use std::ptr;
@@ -37,7 +40,7 @@ thread_local! {
     /// life of the M's run function.
     static WORKER: Cell<*const Worker> = const { Cell::new(ptr::null()) };
     /// The runtime entered on this thread (`Handle::enter`, `block_on`, workers).
-    static HANDLE: RefCell<Option<Handle>> = const { RefCell::new(None) };
+    static RUNTIME: RefCell<Option<Arc<Shared>>> = const { RefCell::new(None) };
     /// Where `spawn_local` puts tasks on this thread.
     static LOCAL: RefCell<Option<Arc<LocalQueue>>> = const { RefCell::new(None) };
 }
@@ -58,9 +61,7 @@ pub(crate) fn enter_worker(worker: &Worker) -> WorkerGuard {
     WORKER.with(|w| w.set(worker));
     LOCAL.with(|l| *l.borrow_mut() = Some(worker.machine.local.clone()));
     WorkerGuard {
-        _handle: enter(Handle {
-            shared: worker.shared.clone(),
-        }),
+        _handle: enter(worker.shared.clone()),
     }
 }
 
@@ -82,7 +83,7 @@ pub(crate) fn with_worker<R>(f: impl FnOnce(Option<&Worker>) -> R) -> R {
 pub(crate) fn with_core<R>(
     shared: &Arc<Shared>,
     task: Runnable,
-    f: impl FnOnce(&mut crate::scheduler::processor::Core, bool, Runnable) -> R,
+    f: impl FnOnce(&mut Core, bool, Runnable) -> R,
 ) -> Result<R, Runnable> {
     with_worker(|w| match w {
         Some(w) if ptr::eq(&*w.shared, &**shared) => match w.core.try_borrow_mut() {
@@ -121,22 +122,22 @@ pub(crate) fn in_worker() -> bool {
     with_worker(|w| w.is_some())
 }
 
-/// The handle entered on this thread.
-pub(crate) fn current_handle() -> Option<Handle> {
-    HANDLE.with(|h| h.borrow().clone())
+/// The runtime entered on this thread.
+pub(crate) fn current() -> Option<Arc<Shared>> {
+    RUNTIME.with(|h| h.borrow().clone())
 }
 
 /// Restores the previously entered runtime when dropped.
 pub struct EnterGuard {
-    prev: Option<Handle>,
+    prev: Option<Arc<Shared>>,
     _reactor: numa_rt_reactor::context::EnterGuard,
     /// Not Send: the guard restores this thread's state.
     _not_send: std::marker::PhantomData<*const ()>,
 }
 
-pub(crate) fn enter(handle: Handle) -> EnterGuard {
-    let reactor = numa_rt_reactor::context::enter(&handle.shared.reactor);
-    let prev = HANDLE.with(|h| h.borrow_mut().replace(handle));
+pub(crate) fn enter(shared: Arc<Shared>) -> EnterGuard {
+    let reactor = numa_rt_reactor::context::enter(&shared.reactor);
+    let prev = RUNTIME.with(|h| h.borrow_mut().replace(shared));
     EnterGuard {
         prev,
         _reactor: reactor,
@@ -147,7 +148,7 @@ pub(crate) fn enter(handle: Handle) -> EnterGuard {
 impl Drop for EnterGuard {
     fn drop(&mut self) {
         let prev = self.prev.take();
-        HANDLE.with(|h| *h.borrow_mut() = prev);
+        RUNTIME.with(|h| *h.borrow_mut() = prev);
     }
 }
 

@@ -11,7 +11,7 @@
 //! task that is woken after its owner ended cannot be dropped safely on the
 //! waking thread (its future is `!Send`): it is leaked, and documented so.
 
-use crate::scheduler::Shared;
+use super::Shared;
 use crate::task::registry::{Registry, Tracked};
 use crate::task::{CatchUnwind, Id, JoinHandle, Runnable, TaskMeta};
 use std::collections::VecDeque;

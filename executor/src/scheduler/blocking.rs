@@ -1,0 +1,204 @@
+//! The blocking pool: M's that hold no P and run blocking closures
+//! (`spawn_blocking`).
+//!
+//! A blocking closure is wrapped in a one-poll task so its `JoinHandle` is
+//! the ordinary one. Threads are created on demand up to
+//! `max_blocking_threads` (default 512) and leave after `blocking_keep_alive`
+//! (default 10 s) without work. Closures queue when all threads are busy.
+
+use super::context;
+use super::Shared;
+use crate::config::Config;
+use crate::task::{CatchUnwind, Id, JoinHandle, Runnable, TaskMeta};
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+pub(crate) struct BlockingPool {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    state: Mutex<State>,
+    /// Signals queued work and shutdown to idle threads.
+    work: Condvar,
+    /// Signals a thread's exit to shutdown.
+    exited: Condvar,
+    max: usize,
+    keep_alive: Duration,
+    thread_name: Arc<dyn Fn() -> String + Send + Sync>,
+    stack_size: Option<usize>,
+    /// The runtime, for the context of blocking threads (set after build;
+    /// weak so the pool does not keep the runtime alive).
+    shared: OnceLock<Weak<Shared>>,
+}
+
+#[derive(Default)]
+struct State {
+    queue: VecDeque<Runnable>,
+    idle: usize,
+    threads: usize,
+    shutdown: bool,
+    handles: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl BlockingPool {
+    pub(crate) fn new(cfg: &Config) -> Self {
+        BlockingPool {
+            inner: Arc::new(Inner {
+                state: Mutex::new(State::default()),
+                work: Condvar::new(),
+                exited: Condvar::new(),
+                max: cfg.max_blocking_threads,
+                keep_alive: cfg.blocking_keep_alive,
+                thread_name: cfg.thread_name.clone(),
+                stack_size: cfg.thread_stack_size,
+                shared: OnceLock::new(),
+            }),
+        }
+    }
+
+    pub(crate) fn set_runtime(&self, shared: &Arc<Shared>) {
+        let _ = self.inner.shared.set(Arc::downgrade(shared));
+    }
+
+    pub(crate) fn threads(&self) -> usize {
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .threads
+    }
+
+    pub(crate) fn spawn<F, R>(&self, f: F) -> JoinHandle<R>
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        let inner = self.inner.clone();
+        let (runnable, task) = async_task::Builder::new()
+            .metadata(TaskMeta { id: Id::next() })
+            .spawn(
+                move |_| CatchUnwind::new(Blocking(Some(f))),
+                move |r| Inner::schedule(&inner, r),
+            );
+        runnable.schedule();
+        JoinHandle::new(task)
+    }
+
+    /// Stops the pool: queued closures are dropped, idle threads leave,
+    /// running ones are waited for until `deadline`.
+    pub(crate) fn shutdown(&self, deadline: Option<Instant>) {
+        let mut st = self.inner.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.shutdown = true;
+        let queued: Vec<_> = st.queue.drain(..).collect();
+        self.inner.work.notify_all();
+        while st.threads > 0 {
+            st = match deadline {
+                None => self
+                    .inner
+                    .exited
+                    .wait(st)
+                    .unwrap_or_else(|e| e.into_inner()),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        break;
+                    }
+                    self.inner
+                        .exited
+                        .wait_timeout(st, d - now)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                }
+            };
+        }
+        let handles = std::mem::take(&mut st.handles);
+        drop(st);
+        drop(queued);
+        for h in handles {
+            if h.is_finished() {
+                let _ = h.join();
+            }
+        }
+    }
+}
+
+impl Inner {
+    fn schedule(this: &Arc<Inner>, task: Runnable) {
+        let mut st = this.state.lock().unwrap_or_else(|e| e.into_inner());
+        if st.shutdown {
+            drop(st);
+            drop(task);
+            return;
+        }
+        st.queue.push_back(task);
+        if st.idle > 0 {
+            this.work.notify_one();
+        } else if st.threads < this.max {
+            st.threads += 1;
+            let me = this.clone();
+            let mut b = std::thread::Builder::new().name((this.thread_name)());
+            if let Some(s) = this.stack_size {
+                b = b.stack_size(s);
+            }
+            match b.spawn(move || me.run()) {
+                Ok(h) => {
+                    st.handles.retain(|h| !h.is_finished());
+                    st.handles.push(h);
+                }
+                // The closure stays queued: a running thread will take it.
+                Err(_) => st.threads -= 1,
+            }
+        }
+    }
+
+    fn run(self: Arc<Inner>) {
+        let shared = self.shared.get().and_then(|w| w.upgrade());
+        let enter = shared.map(context::enter);
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(task) = st.queue.pop_front() {
+                drop(st);
+                task.run();
+                st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+                continue;
+            }
+            if st.shutdown {
+                break;
+            }
+            st.idle += 1;
+            let (s, t) = self
+                .work
+                .wait_timeout(st, self.keep_alive)
+                .unwrap_or_else(|e| e.into_inner());
+            st = s;
+            st.idle -= 1;
+            if t.timed_out() && st.queue.is_empty() {
+                break;
+            }
+        }
+        // Let go of the runtime before shutdown can see this thread gone, so
+        // that the runtime (and its reactor's descriptors) can go with it.
+        drop(st);
+        drop(enter);
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).threads -= 1;
+        self.exited.notify_all();
+    }
+}
+
+/// A closure as a future that completes on its first poll.
+struct Blocking<F>(Option<F>);
+
+impl<F> Unpin for Blocking<F> {}
+
+impl<F: FnOnce() -> R, R> Future for Blocking<F> {
+    type Output = R;
+    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<R> {
+        let f = self.0.take().expect("a blocking task is polled once");
+        Poll::Ready(f())
+    }
+}
