@@ -300,6 +300,13 @@ fn wait_for_core(
     pool.lock().unwrap().push(machine.clone());
     if let Some(p) = last_p {
         shared.procs[p].ask_back(machine);
+        // The P's holder may already be parked, having looked for an asker
+        // before we asked: wake it so it looks again. (barrier) It releases
+        // its P under the idle lock, which `take_specific` takes after our
+        // `ask_back`; if it releases later, its re-check sees the asker.
+        if shared.idle.take_specific(p) {
+            shared.unpark(p);
+        }
     }
     let mut slot = machine.handoff.lock().unwrap();
     loop {
@@ -621,7 +628,8 @@ impl Worker {
         fence(SeqCst);
         let work = shared.any_work(idx, was_spinning)
             || !self.machine.local.is_empty()
-            || !core.queue.is_empty();
+            || !core.queue.is_empty()
+            || shared.procs[idx].has_asker();
         if !work && !shared.is_shutdown() {
             shared.procs[idx].metrics.parks.incr();
             core = self.poll_driver(core, true);

@@ -109,6 +109,12 @@ impl Processor {
         }
     }
 
+    /// Whether an M waits to get this P back (the holder's park re-check).
+    pub(crate) fn has_asker(&self) -> bool {
+        // Acquire pairs with the Release store in `ask_back`.
+        self.has_asker.load(Acquire)
+    }
+
     /// Takes the M waiting for this P, if any.
     pub(crate) fn take_asker(&self) -> Option<Arc<Machine>> {
         if !self.has_asker.load(Acquire) {
