@@ -30,6 +30,7 @@
 #
 # Knobs (environment):
 #   CONNS="1 4 64"  PROCS="2 8 16"  DURATION=5s  IDLE_SECS=10  PORT=3180 (base)
+#   ROUNDS=1        runs per cell and runtime, alternated; the table shows medians
 #   BUSY_CONNS=64   BUSY_PROCS=<largest PROCS>   SKIP_BUSY=1  SKIP_IDLE=1
 #   NUMA_BIN, TOKIO_BIN   prebuilt server binaries (no cargo build when both set)
 #   NUMA_BIN_B            optional second numa_rt build, run as "numa_rt(B)"
@@ -42,6 +43,7 @@ set -euo pipefail
 CONNS=${CONNS:-"1 4 64"}
 PROCS=${PROCS:-"2 8 16"}
 DURATION=${DURATION:-5s}
+ROUNDS=${ROUNDS:-1}
 IDLE_SECS=${IDLE_SECS:-10}
 PORT=${PORT:-3180}
 SKIP_BUSY=${SKIP_BUSY:-0}
@@ -168,8 +170,10 @@ echo "== tokio: $TOKIO_BIN"
 
 for conns in $CONNS; do
     for procs in $PROCS; do
-        for rt in "${RUNTIMES[@]}"; do
-            measure "$rt" "$procs" "$conns" "c$conns"
+        for _ in $(seq "$ROUNDS"); do
+            for rt in "${RUNTIMES[@]}"; do
+                measure "$rt" "$procs" "$conns" "c$conns"
+            done
         done
     done
 done
@@ -180,8 +184,10 @@ if [ "$SKIP_BUSY" != 1 ]; then
         sh -c 'while :; do :; done' &
         BUSY_PIDS+=($!)
     done
-    for rt in "${RUNTIMES[@]}"; do
-        measure "$rt" "$BUSY_PROCS" "$BUSY_CONNS" "busy c$BUSY_CONNS"
+    for _ in $(seq "$ROUNDS"); do
+        for rt in "${RUNTIMES[@]}"; do
+            measure "$rt" "$BUSY_PROCS" "$BUSY_CONNS" "busy c$BUSY_CONNS"
+        done
     done
     for pid in "${BUSY_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
     for pid in "${BUSY_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
@@ -211,25 +217,52 @@ echo "CPU µs/req: server utime+stime delta (/proc/PID/stat fields 14+15, CLK_TC
 echo "cs/req: delta of sum of voluntary+nonvoluntary_ctxt_switches over /proc/PID/task/*/status / requests."
 echo "Both read right before and right after the measured wrk run."
 echo
-echo "| load | procs | runtime | req/s | CPU µs/req | cs/req |"
-echo "|---|---:|---|---:|---:|---:|"
-for row in "${ROWS[@]}"; do
-    IFS='|' read -r load procs rt rps cpu cs <<<"$row"
-    printf '| %s | %s | %s | %s | %s | %s |\n' "$load" "$procs" "$rt" "$rps" "$cpu" "$cs"
-done
-
+echo "Medians of $ROUNDS run(s) per cell and runtime (runs alternate between the runtimes)."
 echo
-echo "Ratios per cell (req/s: higher is better; CPU/req, cs/req: lower is better):"
-printf '%s\n' "${ROWS[@]}" | awk -F'|' '
-    function r(a, b) { return (a + 0 > 0 && b + 0 > 0) ? sprintf("%.2f", a / b) : "-" }
-    { key = $1 " procs=" $2; if (!(key in seen)) { seen[key] = 1; order[++n] = key }
-      rps[key, $3] = $4; cpu[key, $3] = $5; cs[key, $3] = $6; have[$3] = 1 }
-    function line(k, a, b) {
-        printf "  %-20s %s/%s: req/s %s  CPU/req %s  cs/req %s\n", k, a, b,
-            r(rps[k, a], rps[k, b]), r(cpu[k, a], cpu[k, b]), r(cs[k, a], cs[k, b]) }
-    END { for (i = 1; i <= n; i++) { k = order[i]
-        line(k, "numa_rt", "tokio")
-        if ("numa_rt(B)" in have) { line(k, "numa_rt(B)", "tokio"); line(k, "numa_rt(B)", "numa_rt") } } }'
+# Medians per (load, procs, runtime), then the table and the ratios.
+printf '%s\n' "${ROWS[@]}" | python3 -c '
+import sys, statistics
+rows, order = {}, []
+for line in sys.stdin:
+    load, procs, rt, rps, cpu, cs = line.rstrip("\n").split("|")
+    key = (load, procs)
+    if key not in order:
+        order.append(key)
+    rows.setdefault((key, rt), []).append((rps, cpu, cs))
+def med(vals):
+    nums = [float(v) for v in vals if v not in ("-", "died", "")]
+    return statistics.median(nums) if nums else None
+def fmt(x, d):
+    return "-" if x is None else f"{x:.{d}f}"
+rts = []
+for (_, rt) in rows:
+    if rt not in rts:
+        rts.append(rt)
+table = {}
+print("| load | procs | runtime | req/s | CPU µs/req | cs/req |")
+print("|---|---:|---|---:|---:|---:|")
+for key in order:
+    for rt in rts:
+        if (key, rt) not in rows:
+            continue
+        runs = rows[(key, rt)]
+        m = tuple(med([r[i] for r in runs]) for i in range(3))
+        table[(key, rt)] = m
+        print(f"| {key[0]} | {key[1]} | {rt} | {fmt(m[0], 0)} | {fmt(m[1], 2)} | {fmt(m[2], 3)} |")
+def ratio(a, b):
+    return "-" if a is None or b is None or b == 0 else f"{a / b:.2f}"
+print()
+print("Ratios per cell (req/s: higher is better; CPU/req, cs/req: lower is better):")
+pairs = [("numa_rt", "tokio")]
+if "numa_rt(B)" in rts:
+    pairs += [("numa_rt(B)", "tokio"), ("numa_rt(B)", "numa_rt")]
+for key in order:
+    for a, b in pairs:
+        if (key, a) in table and (key, b) in table:
+            x, y = table[(key, a)], table[(key, b)]
+            cell = key[0] + " procs=" + key[1]
+            print(f"  {cell:<20} {a}/{b}: req/s {ratio(x[0], y[0])}  CPU/req {ratio(x[1], y[1])}  cs/req {ratio(x[2], y[2])}")
+'
 
 if [ ${#IDLE_ROWS[@]} -gt 0 ]; then
     echo
