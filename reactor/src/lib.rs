@@ -1,8 +1,10 @@
 //! numa_rt's reactor: one netpoller and one timer set per processor (P).
 //!
 //! The executor owns one [`Driver`] per P and parks its machines (M) in it;
-//! the design (park epolls watching every P's io poller so idle M's help busy
-//! P's) is described in the `driver` module source and `docs/architecture.md`.
+//! the design (per node, one parked M — the watcher — blocks on every P's io
+//! poller and runs what they wake, the other parked M's sleep on their own
+//! eventfds, so one event wakes one thread) is described in the `driver`
+//! module source and `docs/architecture.md`.
 //! Everything in here is usable without the executor, which is how the tests
 //! drive it.
 //!
