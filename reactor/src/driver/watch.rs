@@ -114,18 +114,28 @@ impl Role {
         if *w != Some(me) {
             return false;
         }
+        if self.move_to_parked(&mut w, me, ops) {
+            return true;
+        }
+        let _ = ops.switch(me, false);
+        *w = None;
+        false
+    }
+
+    /// Under the role lock: moves the role from `from` to the first parked
+    /// candidate after it (so the role moves away from busy P's). False,
+    /// with nothing changed, if no candidate is parked.
+    fn move_to_parked(&self, w: &mut Option<usize>, from: usize, ops: &impl WatchOps) -> bool {
         let n = self.candidates.len();
-        let offset = self.candidates.iter().position(|&p| p == me).unwrap_or(0);
+        let offset = self.candidates.iter().position(|&p| p == from).unwrap_or(0);
         for k in 1..n {
             let p = self.candidates[(offset + k) % n];
             if ops.is_parked(p) && ops.switch(p, true).is_ok() {
-                let _ = ops.switch(me, false);
+                let _ = ops.switch(from, false);
                 *w = Some(p);
                 return true;
             }
         }
-        let _ = ops.switch(me, false);
-        *w = None;
         false
     }
 
@@ -138,21 +148,7 @@ impl Role {
         if *w != Some(holder) || ops.is_parked(holder) {
             return false;
         }
-        let n = self.candidates.len();
-        let offset = self
-            .candidates
-            .iter()
-            .position(|&p| p == holder)
-            .unwrap_or(0);
-        for k in 1..n {
-            let p = self.candidates[(offset + k) % n];
-            if ops.is_parked(p) && ops.switch(p, true).is_ok() {
-                let _ = ops.switch(holder, false);
-                *w = Some(p);
-                return true;
-            }
-        }
-        false
+        self.move_to_parked(&mut w, holder, ops)
     }
 
     /// The current watcher (diagnostics and tests).
