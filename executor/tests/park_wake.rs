@@ -18,6 +18,18 @@ use std::time::{Duration, Instant};
 const ROUNDS: usize = 1_000_000;
 const BUDGET: Duration = Duration::from_secs(8);
 
+/// One P on each of two simulated nodes (None where two CPUs are not allowed).
+fn two_node_runtime(test: &str) -> Option<Runtime> {
+    let topology = two_node_topology(test)?;
+    Some(
+        Builder::new()
+            .topology(topology)
+            .max_procs(2)
+            .build()
+            .unwrap(),
+    )
+}
+
 /// Sum of every P's parks and unparks.
 fn parks_and_unparks(rt: &Runtime) -> (u64, u64) {
     let m = rt.metrics();
@@ -64,14 +76,9 @@ fn outside_spawns_never_lose_a_wake_up() {
 /// in play.
 #[test]
 fn cross_node_ping_pong_never_loses_a_wake_up() {
-    let Some(topology) = two_node_topology("cross_node_ping_pong") else {
+    let Some(rt) = two_node_runtime("cross_node_ping_pong") else {
         return;
     };
-    let rt = Builder::new()
-        .topology(topology)
-        .max_procs(2)
-        .build()
-        .unwrap();
     let (done_tx, done_rx) = mpsc::channel();
     rt.spawn(async move {
         let start = Instant::now();
@@ -110,14 +117,9 @@ fn cross_node_ping_pong_never_loses_a_wake_up() {
 #[test]
 fn spawn_on_holds_while_the_other_node_spins() {
     const GRACE: Duration = Duration::from_micros(100);
-    let Some(topology) = two_node_topology("spawn_on_holds") else {
+    let Some(rt) = two_node_runtime("spawn_on_holds") else {
         return;
     };
-    let rt = Builder::new()
-        .topology(topology)
-        .max_procs(2)
-        .build()
-        .unwrap();
     const PROBES: usize = 400;
     // (probe, waited before it started) for probes that ran on the other node.
     let misplaced: Vec<(usize, usize, Option<NodeId>, Duration)> = rt.block_on(async {

@@ -31,7 +31,10 @@
 //! down or is dropped. The executor's sysmon (issue 10) should absorb it.
 
 use super::{Ops, Shared};
-use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::atomic::{
+    AtomicBool,
+    Ordering::{Relaxed, SeqCst},
+};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Duration;
 
@@ -116,8 +119,10 @@ impl Monitor {
         loop {
             let deep = {
                 let Some(sh) = shared.upgrade() else { return };
-                let total: u64 = sh.ps.iter().map(|p| p.stats.wakeups.load(SeqCst)).sum();
-                // Sleep until kicked only once the runtime has been idle for
+                let total: u64 = sh.ps.iter().map(|p| p.stats.wakeups.load(Relaxed)).sum();
+                // Relaxed: the wake-up counters only say whether anything
+                // happened since the last tick. Sleep until kicked only once
+                // the runtime has been idle for
                 // a whole tick (no M woke since the last one), so light load
                 // does not pay a kick per request.
                 let quiet = total == last_total;
@@ -164,13 +169,14 @@ impl Monitor {
                     .role
                     .watcher()
                     .filter(|&h| !sh.ps[h].parked.load(SeqCst));
-                let now = out.map(|h| (h, sh.ps[h].stats.wakeups.load(SeqCst)));
+                // Relaxed: a counter compared between ticks, ordering nothing.
+                let now = out.map(|h| (h, sh.ps[h].stats.wakeups.load(Relaxed)));
                 match now {
                     Some((h, _)) if now == seen[n] => {
                         let ops = Ops { shared: &sh, watch };
                         if watch.role.rescue(h, &ops) {
                             moved = true;
-                            sh.ps[h].stats.handoffs.fetch_add(1, SeqCst);
+                            sh.ps[h].stats.handoffs.fetch_add(1, Relaxed);
                         }
                         seen[n] = None;
                     }
