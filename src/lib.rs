@@ -48,7 +48,10 @@ pub mod task {
 
 /// Runtime metrics (per processor, per node, runtime-wide).
 pub mod metrics {
-    pub use numa_rt_executor::{NodeMetrics, ProcMetrics, RuntimeMetrics};
+    pub use numa_rt_executor::{
+        HistogramConfig, Instrumented, Intervals, NodeMetrics, ProcMetrics, RuntimeMetrics,
+        TaskMetrics, TaskMonitor,
+    };
 }
 
 /// NUMA topology and placement.

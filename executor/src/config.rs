@@ -18,4 +18,6 @@ pub(crate) struct Config {
     pub(crate) on_thread_start: Option<Callback>,
     pub(crate) on_thread_stop: Option<Callback>,
     pub(crate) pin_cores: bool,
+    /// The poll-time histogram's shape; `None`: off (no per-poll clock reads).
+    pub(crate) poll_histogram: Option<crate::HistogramConfig>,
 }

@@ -2,6 +2,13 @@
 //!
 //! Counters are written by the M holding a P (single writer: a Relaxed load
 //! and store, no read-modify-write on the hot path) and read by anyone.
+//!
+//! Time is measured in batches, as tokio does: the M reads the clock when it
+//! takes its P, every `event_interval` ticks while it keeps running, and
+//! when it parks — not per poll. Each reading adds the time since the last
+//! one to `busy_ns` and folds the batch's mean poll time into
+//! `poll_time_ewma_ns`. Only the optional poll-time histogram reads the
+//! clock around every poll.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
@@ -45,6 +52,50 @@ pub(crate) struct ProcCounters {
     pub(crate) spurious_wakeups: Counter,
     pub(crate) root_tasks_received: Counter,
     pub(crate) handbacks: Counter,
+    /// Nanoseconds the P was held by a running M (from its unpark or start
+    /// to its park), flushed at each batch boundary.
+    pub(crate) busy_ns: Counter,
+    /// The mean poll time, an exponentially weighted moving average in
+    /// nanoseconds (see `record_batch`).
+    pub(crate) poll_time_ewma_ns: Counter,
+    /// Polls that returned `Pending` because the cooperative budget ran out.
+    pub(crate) forced_yields: Counter,
+    /// One counter per bucket when the poll-time histogram is on.
+    pub(crate) poll_histogram: Option<Box<[Counter]>>,
     /// The id of the M that last held this P.
     pub(crate) machine: AtomicUsize,
+}
+
+/// tokio's weight of one poll in the mean poll time's moving average.
+const EWMA_ALPHA: f64 = 0.1;
+
+impl ProcCounters {
+    pub(crate) fn new(histogram: Option<&crate::HistogramConfig>) -> Self {
+        ProcCounters {
+            poll_histogram: histogram
+                .map(|h| (0..h.buckets()).map(|_| Counter::default()).collect()),
+            ..Default::default()
+        }
+    }
+
+    /// Adds a batch: `busy_ns` held, `polls` task polls in it. The batch's
+    /// mean poll time enters the average with the weight of `polls` single
+    /// polls (`1 - (1-α)^polls`), so a long batch moves it more than a
+    /// short one.
+    pub(crate) fn record_batch(&self, busy_ns: u64, polls: u32) {
+        self.busy_ns.add(busy_ns);
+        if polls == 0 {
+            return;
+        }
+        let mean = busy_ns as f64 / polls as f64;
+        let old = self.poll_time_ewma_ns.get();
+        let new = if old == 0 {
+            mean
+        } else {
+            let w = 1.0 - (1.0 - EWMA_ALPHA).powi(polls.min(1 << 16) as i32);
+            w * mean + (1.0 - w) * old as f64
+        };
+        // Single writer (the M holding the P): a plain store.
+        self.poll_time_ewma_ns.0.store(new.max(1.0) as u64, Relaxed);
+    }
 }

@@ -32,6 +32,7 @@ mod blocking;
 mod builder;
 mod config;
 mod counters;
+mod histogram;
 mod loom;
 mod metrics;
 pub mod numa;
@@ -43,7 +44,10 @@ pub mod task;
 
 pub use blocking::block_in_place;
 pub use builder::{Builder, MAXPROCS_ENV};
-pub use metrics::{NodeMetrics, ProcMetrics, RuntimeMetrics};
+pub use histogram::HistogramConfig;
+pub use metrics::{
+    Instrumented, Intervals, NodeMetrics, ProcMetrics, RuntimeMetrics, TaskMetrics, TaskMonitor,
+};
 pub use runtime::{Handle, Runtime, TryCurrentError};
 pub use scheduler::context::EnterGuard;
 pub use spawn::{spawn, spawn_blocking, spawn_local};

@@ -4,11 +4,16 @@
 //! and read here by anyone. `RuntimeMetrics`'s `Display` prints a line in the
 //! shape of Go's `GODEBUG=schedtrace`.
 
+mod task_monitor;
+
+pub use task_monitor::{Instrumented, Intervals, TaskMetrics, TaskMonitor};
+
 use crate::scheduler::Shared;
 use numa_rt_numa::NodeId;
 use std::fmt;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A handle to read a runtime's metrics.
 #[derive(Clone)]
@@ -57,6 +62,23 @@ pub struct ProcMetrics {
     pub root_tasks_received: u64,
     /// Times this P went back to the M that lent it away in `block_in_place`.
     pub handbacks: u64,
+    /// Time this P was held by a running M: polling tasks, dispatching,
+    /// looking for work (spinning included), and not parked. Updated every
+    /// `event_interval` ticks and at each park. Its growth over an interval
+    /// divided by the interval is the P's busy ratio.
+    pub busy_duration: Duration,
+    /// The mean time of one poll (with the dispatch around it), an
+    /// exponentially weighted moving average over recent polls (tokio's
+    /// weight, 0.1 per poll). Zero before the first poll.
+    pub mean_poll_time: Duration,
+    /// Polls that returned `Pending` because the task spent its cooperative
+    /// budget (128 operations), not because it had to wait.
+    pub budget_forced_yields: u64,
+    /// Polls per bucket of the poll-time histogram (empty unless
+    /// [`Builder::poll_time_histogram`](crate::Builder::poll_time_histogram)
+    /// turned it on); [`RuntimeMetrics::poll_time_histogram_bucket_range`]
+    /// gives each bucket's durations.
+    pub poll_time_histogram: Vec<u64>,
     /// Tasks in the local ring now (excluding `runnext`).
     pub local_queue_depth: usize,
     /// Tasks in the P's inbox now.
@@ -85,6 +107,16 @@ pub struct NodeMetrics {
     pub spurious_wakeups: u64,
     /// Other P's pollers drained by the node's watcher.
     pub helps: u64,
+    /// Tasks stolen by the node's P's (from any P or node queue).
+    pub tasks_stolen: u64,
+    /// Busy time summed over the node's P's (see [`ProcMetrics::busy_duration`]).
+    pub busy_duration: Duration,
+    /// The mean of the node's P's mean poll times (P's that never polled left out).
+    pub mean_poll_time: Duration,
+    /// Budget-forced yields on the node's P's.
+    pub budget_forced_yields: u64,
+    /// The node's P's poll-time histograms, summed bucket by bucket.
+    pub poll_time_histogram: Vec<u64>,
     /// Tasks in the node's global queue now.
     pub queue_depth: usize,
     /// The node's idle P's now.
@@ -126,6 +158,48 @@ impl RuntimeMetrics {
         self.shared.blocking.threads()
     }
 
+    /// Closures queued for the blocking pool (all its threads busy).
+    pub fn blocking_queue_depth(&self) -> usize {
+        self.shared.blocking.queue_depth()
+    }
+
+    /// Time since the runtime was built: the wall time against which busy
+    /// durations are read (`busy_duration / uptime` over a whole run, or
+    /// the ratio of their growth between two scrapes).
+    pub fn uptime(&self) -> Duration {
+        self.shared.started.elapsed()
+    }
+
+    /// Budget-forced yields summed over every P.
+    pub fn budget_forced_yields(&self) -> u64 {
+        (0..self.num_procs())
+            .map(|i| self.shared.procs[i].metrics.forced_yields.get())
+            .sum()
+    }
+
+    /// The number of poll-time histogram buckets (0 when it is off).
+    pub fn poll_time_histogram_buckets(&self) -> usize {
+        self.shared
+            .config
+            .poll_histogram
+            .as_ref()
+            .map_or(0, |h| h.buckets())
+    }
+
+    /// The poll durations bucket `i` counts; the last bucket ends at
+    /// `Duration::MAX`.
+    ///
+    /// # Panics
+    /// If the histogram is off or `i` is out of range.
+    pub fn poll_time_histogram_bucket_range(&self, i: usize) -> std::ops::Range<Duration> {
+        self.shared
+            .config
+            .poll_histogram
+            .as_ref()
+            .expect("the poll-time histogram is off: see Builder::poll_time_histogram")
+            .bucket_range(i)
+    }
+
     /// Live `Send` tasks: spawned and not yet completed or dropped.
     pub fn live_tasks(&self) -> usize {
         self.shared.tasks.len()
@@ -158,6 +232,13 @@ impl RuntimeMetrics {
             watch_handoffs: driver.watch_handoffs,
             root_tasks_received: m.root_tasks_received.get(),
             handbacks: m.handbacks.get(),
+            busy_duration: Duration::from_nanos(m.busy_ns.get()),
+            mean_poll_time: Duration::from_nanos(m.poll_time_ewma_ns.get()),
+            budget_forced_yields: m.forced_yields.get(),
+            poll_time_histogram: m
+                .poll_histogram
+                .as_deref()
+                .map_or_else(Vec::new, |b| b.iter().map(|c| c.get()).collect()),
             local_queue_depth: p.steal.len(),
             inbox_depth: p.inbox.len(),
         }
@@ -183,6 +264,28 @@ impl RuntimeMetrics {
             unparks: procs.iter().map(|p| p.unparks).sum(),
             spurious_wakeups: procs.iter().map(|p| p.spurious_wakeups).sum(),
             helps: procs.iter().map(|p| p.helps).sum(),
+            tasks_stolen: procs.iter().map(|p| p.tasks_stolen).sum(),
+            busy_duration: procs.iter().map(|p| p.busy_duration).sum(),
+            mean_poll_time: {
+                let polled: Vec<Duration> = procs
+                    .iter()
+                    .filter(|p| p.tasks_polled > 0)
+                    .map(|p| p.mean_poll_time)
+                    .collect();
+                if polled.is_empty() {
+                    Duration::ZERO
+                } else {
+                    polled.iter().sum::<Duration>() / polled.len() as u32
+                }
+            },
+            budget_forced_yields: procs.iter().map(|p| p.budget_forced_yields).sum(),
+            poll_time_histogram: procs.iter().fold(Vec::new(), |mut acc, p| {
+                acc.resize(p.poll_time_histogram.len().max(acc.len()), 0);
+                for (a, b) in acc.iter_mut().zip(&p.poll_time_histogram) {
+                    *a += b;
+                }
+                acc
+            }),
             queue_depth: nd.inject.len(),
             idle_procs: self.shared.idle.node_npidle(n),
             spinning_machines: self.shared.idle.node_nmspinning(n),

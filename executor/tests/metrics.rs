@@ -32,3 +32,173 @@ fn counters_move() {
     let line = m.to_string();
     assert!(line.starts_with("numa_rt: procs=2 nodes=1"), "{line}");
 }
+
+/// Waits (bounded) until `cond` holds on the runtime's metrics: busy time
+/// is flushed when a P parks or every `event_interval` ticks, so a test waits
+/// for the flush instead of guessing when it happened.
+fn wait_for(
+    rt: &numa_rt_executor::Runtime,
+    what: &str,
+    cond: impl Fn(&numa_rt_executor::RuntimeMetrics) -> bool,
+) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let m = rt.metrics();
+    while !cond(&m) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: not seen within 20 s: {:?}",
+            m.procs()
+        );
+        std::thread::yield_now();
+    }
+}
+
+#[test]
+fn busy_time_counts_a_task_that_keeps_its_processor() {
+    use std::time::{Duration, Instant};
+    let rt = rt(1);
+    let spun = rt.block_on(async {
+        spawn(async {
+            // Keep the P for at least 30 ms of wall time (no yield).
+            let t0 = Instant::now();
+            while t0.elapsed() < Duration::from_millis(30) {
+                std::hint::spin_loop();
+            }
+            t0.elapsed()
+        })
+        .await
+        .unwrap()
+    });
+    wait_for(&rt, "busy_duration >= the task's run", |m| {
+        m.proc(0).busy_duration >= spun
+    });
+    let m = rt.metrics();
+    let p = m.proc(0);
+    // Busy time is time the P was held: it cannot exceed the runtime's age.
+    assert!(
+        p.busy_duration <= m.uptime(),
+        "{p:?} uptime {:?}",
+        m.uptime()
+    );
+    assert!(p.mean_poll_time > Duration::ZERO, "{p:?}");
+    assert_eq!(m.node(0).busy_duration, p.busy_duration);
+}
+
+#[test]
+fn an_idle_runtime_is_not_busy() {
+    let rt = rt(2);
+    rt.block_on(async { spawn(async {}).await.unwrap() });
+    // Both P's park once idle; from then on busy time stops growing.
+    wait_for(&rt, "both P's parked", |m| {
+        m.procs().iter().all(|p| p.parks > 0) && m.idle_procs() == 2
+    });
+    let snap = |m: &numa_rt_executor::RuntimeMetrics| {
+        m.procs()
+            .iter()
+            .map(|p| (p.parks, p.busy_duration))
+            .collect::<Vec<_>>()
+    };
+    let m = rt.metrics();
+    let before = snap(&m);
+    std::thread::yield_now();
+    let after = snap(&m);
+    // A parked P's busy time was closed at its park: unless it woke in
+    // between (its park count moved), nothing accrued.
+    for (b, a) in before.iter().zip(&after) {
+        if b.0 == a.0 && m.idle_procs() == 2 {
+            assert_eq!(b.1, a.1, "busy time grew while parked");
+        }
+    }
+    assert!(m.procs().iter().all(|p| p.busy_duration <= m.uptime()));
+}
+
+#[test]
+fn budget_forced_yields_are_counted() {
+    use numa_rt_reactor::coop::poll_proceed;
+    let rt = rt(1);
+    rt.block_on(async {
+        spawn(async {
+            // 300 always-ready operations: the budget (128) runs out twice.
+            for _ in 0..300 {
+                std::future::poll_fn(poll_proceed).await;
+            }
+        })
+        .await
+        .unwrap()
+    });
+    // Counted just after the poll returns: wait (bounded) for it.
+    wait_for(&rt, "two forced yields", |m| m.budget_forced_yields() >= 2);
+    let m = rt.metrics();
+    assert_eq!(m.proc(0).budget_forced_yields, m.budget_forced_yields());
+}
+
+#[test]
+fn the_poll_time_histogram_counts_every_poll_in_its_bucket() {
+    use numa_rt_executor::{Builder, HistogramConfig};
+    use std::time::Duration;
+    let rt = Builder::new()
+        .max_procs(2)
+        .poll_time_histogram(HistogramConfig::log(Duration::from_micros(1), 20))
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let hs: Vec<_> = (0..100).map(|_| spawn(async {})).collect();
+        for h in hs {
+            h.await.unwrap();
+        }
+        // One poll that holds its thread for at least 2 ms.
+        spawn(async { std::thread::sleep(Duration::from_millis(2)) })
+            .await
+            .unwrap();
+    });
+    let m = rt.metrics();
+    assert_eq!(m.poll_time_histogram_buckets(), 20);
+    let slow_buckets: Vec<usize> = (0..20)
+        .filter(|&i| m.poll_time_histogram_bucket_range(i).start >= Duration::from_millis(1))
+        .collect();
+    // A poll is counted just after it returns (after its awaiter may have
+    // seen the result): wait (bounded) for the counts to land.
+    wait_for(&rt, "101 polls, one of them slow", |m| {
+        let node = m.node(0);
+        node.poll_time_histogram.iter().sum::<u64>() >= 101
+            && slow_buckets
+                .iter()
+                .map(|&i| node.poll_time_histogram[i])
+                .sum::<u64>()
+                >= 1
+    });
+    let procs = m.procs();
+    for p in &procs {
+        assert_eq!(p.poll_time_histogram.len(), 20);
+        // Every poll is counted once (the counters are read after the
+        // polls finished: block_on saw their results).
+        assert!(p.poll_time_histogram.iter().sum::<u64>() <= p.tasks_polled);
+    }
+    let node = m.node(0);
+    let total: u64 = node.poll_time_histogram.iter().sum();
+    assert!(total >= 101, "{node:?}");
+    let slow: u64 = (0..20)
+        .filter(|&i| m.poll_time_histogram_bucket_range(i).start >= Duration::from_millis(1))
+        .map(|i| node.poll_time_histogram[i])
+        .sum();
+    assert!(
+        slow >= 1,
+        "the 2 ms poll is not in a bucket ≥ 1 ms: {node:?}"
+    );
+}
+
+#[test]
+fn histogram_off_by_default_and_bad_shapes_rejected() {
+    use numa_rt_executor::{Builder, HistogramConfig};
+    use std::time::Duration;
+    let rt = rt(1);
+    assert_eq!(rt.metrics().poll_time_histogram_buckets(), 0);
+    assert!(rt.metrics().proc(0).poll_time_histogram.is_empty());
+    let err = Builder::new()
+        .max_procs(1)
+        .poll_time_histogram(HistogramConfig::linear(Duration::from_micros(10), 0))
+        .build()
+        .expect_err("0 buckets must be rejected");
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    assert!(err.to_string().contains("poll_time_histogram"), "{err}");
+}

@@ -17,6 +17,9 @@ thread_local! {
     /// `None` outside a task poll: resources used from plain `block_on`
     /// futures or foreign executors are never throttled.
     static CURRENT: Cell<Option<u8>> = const { Cell::new(None) };
+    /// Set when `poll_proceed` turned a task away for want of budget during
+    /// the current poll (read by `budget_counting`).
+    static FORCED: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Runs `f` (one task poll) with a fresh budget, restoring the previous one after.
@@ -25,6 +28,13 @@ thread_local! {
 /// [`crate::context::take_accepted`]), which only describes the current poll.
 #[inline]
 pub fn budget<R>(f: impl FnOnce() -> R) -> R {
+    budget_counting(f).0
+}
+
+/// [`budget`], also saying whether the budget ran out and forced the task to
+/// yield during `f` (the executor counts these per processor).
+#[inline]
+pub fn budget_counting<R>(f: impl FnOnce() -> R) -> (R, bool) {
     struct Reset(Option<u8>);
     impl Drop for Reset {
         fn drop(&mut self) {
@@ -33,7 +43,8 @@ pub fn budget<R>(f: impl FnOnce() -> R) -> R {
     }
     let _reset = Reset(CURRENT.with(|c| c.replace(Some(BUDGET))));
     crate::context::clear_accepted();
-    f()
+    let r = f();
+    (r, FORCED.with(|c| c.replace(false)))
 }
 
 /// Takes one unit of budget, or wakes the task and returns `Pending` when none is left.
@@ -42,6 +53,7 @@ pub fn poll_proceed(cx: &mut Context<'_>) -> Poll<()> {
     CURRENT.with(|c| match c.get() {
         None => Poll::Ready(()),
         Some(0) => {
+            FORCED.with(|f| f.set(true));
             cx.waker().wake_by_ref();
             Poll::Pending
         }

@@ -73,6 +73,16 @@ impl BlockingPool {
             .threads
     }
 
+    /// Closures waiting for a blocking thread.
+    pub(crate) fn queue_depth(&self) -> usize {
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .queue
+            .len()
+    }
+
     pub(crate) fn spawn<F, R>(&self, f: F) -> JoinHandle<R>
     where
         F: FnOnce() -> R + Send + 'static,

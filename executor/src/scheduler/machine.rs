@@ -346,6 +346,7 @@ impl Worker {
             .store(self.machine.id, Relaxed);
         numa_rt_reactor::context::set_current_p(Some(index));
         self.shared.procs[index].set_running(true);
+        core.begin_busy();
         let lent = loop {
             let task;
             (core, task) = match self.find_runnable(core) {
@@ -373,10 +374,27 @@ impl Worker {
         }
         let p = &self.shared.procs[core.index];
         p.metrics.polls.incr();
+        core.batch_polls = core.batch_polls.wrapping_add(1);
+        let hist = p.metrics.poll_histogram.as_deref();
         *self.core.borrow_mut() = Some(core);
         p.in_task.store(true, Relaxed);
-        coop::budget(|| task.run());
+        let forced = match hist {
+            None => coop::budget_counting(|| task.run()).1,
+            Some(buckets) => {
+                let t0 = Instant::now();
+                let forced = coop::budget_counting(|| task.run()).1;
+                let ns = t0.elapsed().as_nanos().min(u64::MAX as u128) as u64;
+                let shape = self.shared.config.poll_histogram.as_ref();
+                if let Some(shape) = shape {
+                    buckets[shape.bucket_of(ns)].incr();
+                }
+                forced
+            }
+        };
         p.in_task.store(false, Relaxed);
+        if forced {
+            p.metrics.forced_yields.incr();
+        }
         self.core.borrow_mut().take()
     }
 
@@ -391,6 +409,7 @@ impl Worker {
         loop {
             if shared.is_shutdown() {
                 let p = &shared.procs[core.index];
+                core.flush_busy(&p.metrics, false);
                 *p.core_slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(core);
                 return None;
             }
@@ -412,6 +431,9 @@ impl Worker {
             // 2. Keep this P's I/O and timers moving while it is busy.
             if core.tick % cfg.event_interval == 0 && core.tick != core.last_event_tick {
                 core.last_event_tick = core.tick;
+                // The batch boundary for busy time (one clock read per
+                // `event_interval` ticks; see `counters`).
+                core.flush_busy(m, true);
                 core = self.poll_driver(core, false);
             }
             // 3. runnext, then the ring.
@@ -632,7 +654,9 @@ impl Worker {
             || shared.procs[idx].has_asker();
         if !work && !shared.is_shutdown() {
             shared.procs[idx].metrics.parks.incr();
+            core.flush_busy(&shared.procs[idx].metrics, false);
             core = self.poll_driver(core, true);
+            core.begin_busy();
         }
         match shared.idle.reclaim(idx) {
             super::idle::Reclaim::Spinning => core.spinning = true,

@@ -59,6 +59,8 @@ pub(crate) struct Shared {
     pub(crate) start_node: usize,
     /// Every live `Send` task, so shutdown can drop every pending future.
     pub(crate) tasks: Arc<Registry>,
+    /// When the runtime was built (the denominator of busy ratios).
+    pub(crate) started: std::time::Instant,
 }
 
 /// Per NUMA node state.
@@ -90,7 +92,8 @@ impl Shared {
         let mut cores = Vec::with_capacity(nprocs);
         let mut procs = Vec::with_capacity(nprocs);
         for (i, &node) in node_of_p.iter().enumerate() {
-            let (p, core) = Processor::new(i, node, reactor.driver(i));
+            let (p, core) =
+                Processor::new(i, node, reactor.driver(i), config.poll_histogram.as_ref());
             procs.push(p);
             cores.push(core);
         }
@@ -133,6 +136,7 @@ impl Shared {
             rr: AtomicUsize::new(0),
             start_node,
             tasks: Registry::new(4 * nprocs),
+            started: std::time::Instant::now(),
         });
         for mut core in cores {
             let node = shared.procs[core.index].node;

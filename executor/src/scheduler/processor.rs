@@ -15,6 +15,7 @@ use crate::task::Runnable;
 use numa_rt_reactor::{Driver, Unparker};
 use std::sync::atomic::{AtomicBool, Ordering::*};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 pub(crate) struct Processor {
     pub(crate) index: usize,
@@ -67,10 +68,21 @@ pub(crate) struct Core {
     pub(crate) last_event_tick: u32,
     /// Reused buffer for batches taken from the inbox or node queue.
     pub(crate) batch: Vec<Runnable>,
+    /// When the current busy batch began: set when an M takes the P or
+    /// wakes from a park, flushed into the P's counters every
+    /// `event_interval` ticks and at park (see `counters`).
+    pub(crate) busy_since: Option<Instant>,
+    /// Task polls since `busy_since`.
+    pub(crate) batch_polls: u32,
 }
 
 impl Processor {
-    pub(crate) fn new(index: usize, node: usize, driver: Driver) -> (Processor, Box<Core>) {
+    pub(crate) fn new(
+        index: usize,
+        node: usize,
+        driver: Driver,
+        histogram: Option<&crate::HistogramConfig>,
+    ) -> (Processor, Box<Core>) {
         let (local, steal) = queue::new();
         let p = Processor {
             index,
@@ -80,7 +92,7 @@ impl Processor {
             unparker: driver.unparker(),
             running: AtomicBool::new(true),
             in_task: AtomicBool::new(false),
-            metrics: ProcCounters::default(),
+            metrics: ProcCounters::new(histogram),
             core_slot: Mutex::new(None),
             asker: Mutex::new(None),
             has_asker: AtomicBool::new(false),
@@ -96,6 +108,8 @@ impl Processor {
             rng: seed(index),
             last_event_tick: u32::MAX,
             batch: Vec::new(),
+            busy_since: None,
+            batch_polls: 0,
         });
         (p, core)
     }
@@ -132,6 +146,26 @@ impl Processor {
 }
 
 impl Core {
+    /// Starts a busy batch now unless one is open (a P handed over by
+    /// `block_in_place` stays busy across the hand-over).
+    pub(crate) fn begin_busy(&mut self) {
+        if self.busy_since.is_none() {
+            self.busy_since = Some(Instant::now());
+            self.batch_polls = 0;
+        }
+    }
+
+    /// Adds the open batch to `counters`; keeps measuring from now if
+    /// `cont`, else closes it (the P goes idle).
+    pub(crate) fn flush_busy(&mut self, counters: &ProcCounters, cont: bool) {
+        let Some(since) = self.busy_since else { return };
+        let now = Instant::now();
+        let ns = now.saturating_duration_since(since).as_nanos();
+        counters.record_batch(ns.min(u64::MAX as u128) as u64, self.batch_polls);
+        self.batch_polls = 0;
+        self.busy_since = cont.then_some(now);
+    }
+
     /// A random number in `0..n` (n > 0).
     pub(crate) fn rand(&mut self, n: usize) -> usize {
         let mut x = self.rng;
