@@ -4,8 +4,10 @@
 //! and store, no read-modify-write on the hot path) and read by anyone.
 //!
 //! Time is measured in batches, as tokio does: the M reads the clock when it
-//! takes its P, every `event_interval` ticks while it keeps running, and
-//! when it parks — not per poll. Each reading adds the time since the last
+//! runs a task after a search for work (a batch begins), every
+//! `event_interval` ticks while it keeps running, and when its queues run
+//! dry (the batch ends: searching, stealing and parking are not busy) —
+//! not per poll. Each reading adds the time since the last
 //! one to `busy_ns` and folds the batch's mean poll time into
 //! `poll_time_ewma_ns`. Only the optional poll-time histogram reads the
 //! clock around every poll.
@@ -52,8 +54,9 @@ pub(crate) struct ProcCounters {
     pub(crate) spurious_wakeups: Counter,
     pub(crate) root_tasks_received: Counter,
     pub(crate) handbacks: Counter,
-    /// Nanoseconds the P was held by a running M (from its unpark or start
-    /// to its park), flushed at each batch boundary.
+    /// Nanoseconds the P's M spent running tasks and dispatching between
+    /// them (not searching for work, not parked), flushed at each batch
+    /// boundary.
     pub(crate) busy_ns: Counter,
     /// The mean poll time, an exponentially weighted moving average in
     /// nanoseconds (see `record_batch`).
@@ -62,6 +65,9 @@ pub(crate) struct ProcCounters {
     pub(crate) forced_yields: Counter,
     /// One counter per bucket when the poll-time histogram is on.
     pub(crate) poll_histogram: Option<Box<[Counter]>>,
+    /// Nanoseconds inside task polls, summed only while the histogram is on
+    /// (its `_sum`).
+    pub(crate) poll_ns: Counter,
     /// The id of the M that last held this P.
     pub(crate) machine: AtomicUsize,
 }

@@ -62,10 +62,12 @@ pub struct ProcMetrics {
     pub root_tasks_received: u64,
     /// Times this P went back to the M that lent it away in `block_in_place`.
     pub handbacks: u64,
-    /// Time this P was held by a running M: polling tasks, dispatching,
-    /// looking for work (spinning included), and not parked. Updated every
-    /// `event_interval` ticks and at each park. Its growth over an interval
-    /// divided by the interval is the P's busy ratio.
+    /// Time this P's M spent running tasks and dispatching between them:
+    /// from the first task it finds to the moment its queues run dry
+    /// (searching and stealing, which a spinning M does, and parking are
+    /// not busy). Updated every `event_interval` ticks and whenever the
+    /// queues run dry. Its growth over an interval divided by the interval
+    /// is the P's busy ratio.
     pub busy_duration: Duration,
     /// The mean time of one poll (with the dispatch around it), an
     /// exponentially weighted moving average over recent polls (tokio's
@@ -79,6 +81,8 @@ pub struct ProcMetrics {
     /// turned it on); [`RuntimeMetrics::poll_time_histogram_bucket_range`]
     /// gives each bucket's durations.
     pub poll_time_histogram: Vec<u64>,
+    /// The summed time of the polls in the histogram (zero when it is off).
+    pub total_poll_time: Duration,
     /// Tasks in the local ring now (excluding `runnext`).
     pub local_queue_depth: usize,
     /// Tasks in the P's inbox now.
@@ -117,6 +121,8 @@ pub struct NodeMetrics {
     pub budget_forced_yields: u64,
     /// The node's P's poll-time histograms, summed bucket by bucket.
     pub poll_time_histogram: Vec<u64>,
+    /// The summed time of the polls in the node's histograms.
+    pub total_poll_time: Duration,
     /// Tasks in the node's global queue now.
     pub queue_depth: usize,
     /// The node's idle P's now.
@@ -239,6 +245,7 @@ impl RuntimeMetrics {
                 .poll_histogram
                 .as_deref()
                 .map_or_else(Vec::new, |b| b.iter().map(|c| c.get()).collect()),
+            total_poll_time: Duration::from_nanos(m.poll_ns.get()),
             local_queue_depth: p.steal.len(),
             inbox_depth: p.inbox.len(),
         }
@@ -286,6 +293,7 @@ impl RuntimeMetrics {
                 }
                 acc
             }),
+            total_poll_time: procs.iter().map(|p| p.total_poll_time).sum(),
             queue_depth: nd.inject.len(),
             idle_procs: self.shared.idle.node_npidle(n),
             spinning_machines: self.shared.idle.node_nmspinning(n),

@@ -346,7 +346,6 @@ impl Worker {
             .store(self.machine.id, Relaxed);
         numa_rt_reactor::context::set_current_p(Some(index));
         self.shared.procs[index].set_running(true);
-        core.begin_busy();
         let lent = loop {
             let task;
             (core, task) = match self.find_runnable(core) {
@@ -374,6 +373,9 @@ impl Worker {
         }
         let p = &self.shared.procs[core.index];
         p.metrics.polls.incr();
+        // Busy time runs from the first task found to the next search for
+        // work (see `counters`); a clock read only when a batch begins.
+        core.begin_busy();
         core.batch_polls = core.batch_polls.wrapping_add(1);
         let hist = p.metrics.poll_histogram.as_deref();
         *self.core.borrow_mut() = Some(core);
@@ -387,6 +389,7 @@ impl Worker {
                 let shape = self.shared.config.poll_histogram.as_ref();
                 if let Some(shape) = shape {
                     buckets[shape.bucket_of(ns)].incr();
+                    p.metrics.poll_ns.add(ns);
                 }
                 forced
             }
@@ -462,7 +465,9 @@ impl Worker {
                 core.tick = core.tick.wrapping_add(1);
                 return Some((core, t));
             }
-            // 6. Steal.
+            // 6. Steal. Searching for work is not busy time: the batch
+            // closes here (and a found task opens the next one).
+            core.flush_busy(m, false);
             if !core.spinning && shared.idle.may_spin(core.node) {
                 core.spinning = true;
                 shared.idle.start_spinning(core.node);
@@ -656,7 +661,6 @@ impl Worker {
             shared.procs[idx].metrics.parks.incr();
             core.flush_busy(&shared.procs[idx].metrics, false);
             core = self.poll_driver(core, true);
-            core.begin_busy();
         }
         match shared.idle.reclaim(idx) {
             super::idle::Reclaim::Spinning => core.spinning = true,

@@ -68,9 +68,10 @@ pub(crate) struct Core {
     pub(crate) last_event_tick: u32,
     /// Reused buffer for batches taken from the inbox or node queue.
     pub(crate) batch: Vec<Runnable>,
-    /// When the current busy batch began: set when an M takes the P or
-    /// wakes from a park, flushed into the P's counters every
-    /// `event_interval` ticks and at park (see `counters`).
+    /// When the current busy batch began: set when the M runs a task with
+    /// no batch open, flushed into the P's counters every `event_interval`
+    /// ticks, and closed when the M runs out of tasks and starts to search
+    /// or park (see `counters`).
     pub(crate) busy_since: Option<Instant>,
     /// Task polls since `busy_since`.
     pub(crate) batch_polls: u32,
@@ -148,6 +149,7 @@ impl Processor {
 impl Core {
     /// Starts a busy batch now unless one is open (a P handed over by
     /// `block_in_place` stays busy across the hand-over).
+    #[inline]
     pub(crate) fn begin_busy(&mut self) {
         if self.busy_since.is_none() {
             self.busy_since = Some(Instant::now());
