@@ -3,6 +3,7 @@
 use crate::config::{Callback, Config};
 use crate::runtime::{Handle, Runtime};
 use crate::scheduler::Shared;
+use crate::sysmon::{self, DeadlockMode, SchedTrace};
 use crate::HistogramConfig;
 use numa_rt_numa::Topology;
 use std::fmt;
@@ -36,6 +37,9 @@ pub struct Builder {
     topology: Option<Topology>,
     pin_cores: bool,
     poll_histogram: Option<HistogramConfig>,
+    stall_threshold: Option<Option<Duration>>,
+    schedtrace: Option<SchedTrace>,
+    deadlock: Option<DeadlockMode>,
 }
 
 impl Default for Builder {
@@ -62,6 +66,9 @@ impl Builder {
             topology: None,
             pin_cores: false,
             poll_histogram: None,
+            stall_threshold: None,
+            schedtrace: None,
+            deadlock: None,
         }
     }
 
@@ -172,6 +179,30 @@ impl Builder {
         self
     }
 
+    /// sysmon reports a task that stays inside one poll longer than this
+    /// (one line on stderr per task and stall); `None` turns the reports
+    /// off. Default 10 ms, or `NUMA_RT_STALL_MS`.
+    pub fn stall_threshold(&mut self, threshold: Option<Duration>) -> &mut Self {
+        self.stall_threshold = Some(threshold);
+        self
+    }
+
+    /// Prints Go's `SCHED` line (plus one line per node, and with `detail`
+    /// one per P and pooled M) on stderr every `every`; also set by
+    /// `NUMA_RT_SCHEDTRACE=<ms>[,detail]`. Must be at least 1 ms.
+    pub fn schedtrace(&mut self, every: Duration, detail: bool) -> &mut Self {
+        self.schedtrace = Some(SchedTrace { every, detail });
+        self
+    }
+
+    /// What to do when every task is asleep with nothing left that could
+    /// wake one while `block_on` waits (see [`DeadlockMode`]); also set by
+    /// `NUMA_RT_DEADLOCK`. Default: warn in debug builds, off in release.
+    pub fn deadlock(&mut self, mode: DeadlockMode) -> &mut Self {
+        self.deadlock = Some(mode);
+        self
+    }
+
     /// Builds the runtime; its threads start at once.
     ///
     /// Errors (`InvalidInput`) name what was wrong: `max_procs(0)`, a zero
@@ -202,6 +233,28 @@ impl Builder {
         if let Some(h) = &self.poll_histogram {
             h.check().map_err(invalid)?;
         }
+        if let Some(t) = &self.schedtrace {
+            if t.every < Duration::from_millis(1) {
+                return Err(invalid(format!(
+                    "Builder::schedtrace: the period must be at least 1 ms, got {:?}",
+                    t.every
+                )));
+            }
+        }
+        let stall_threshold = match self.stall_threshold {
+            Some(t) => t,
+            None => sysmon::env(sysmon::STALL_ENV, sysmon::parse_stall)?
+                .unwrap_or(Some(Duration::from_millis(10))),
+        };
+        let schedtrace = match self.schedtrace {
+            Some(t) => Some(t),
+            None => sysmon::env(sysmon::SCHEDTRACE_ENV, sysmon::parse_schedtrace)?,
+        };
+        let deadlock = match self.deadlock {
+            Some(d) => d,
+            None => sysmon::env(sysmon::DEADLOCK_ENV, sysmon::parse_deadlock)?
+                .unwrap_or_else(DeadlockMode::default_for_build),
+        };
         let max_procs = match self.max_procs {
             Some(n) => n,
             None => match maxprocs_from_env()? {
@@ -236,6 +289,9 @@ impl Builder {
             on_thread_stop: self.on_thread_stop.clone(),
             pin_cores: self.pin_cores,
             poll_histogram: self.poll_histogram,
+            stall_threshold,
+            schedtrace,
+            deadlock,
         };
         let shared = Shared::build(config, topology, node_of_p, start_node)?;
         Ok(Runtime::from_handle(Handle { shared }))

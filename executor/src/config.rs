@@ -20,4 +20,10 @@ pub(crate) struct Config {
     pub(crate) pin_cores: bool,
     /// The poll-time histogram's shape; `None`: off (no per-poll clock reads).
     pub(crate) poll_histogram: Option<crate::HistogramConfig>,
+    /// sysmon: report a poll longer than this (`None`: no reports).
+    pub(crate) stall_threshold: Option<Duration>,
+    /// sysmon: print the schedtrace this often.
+    pub(crate) schedtrace: Option<crate::sysmon::SchedTrace>,
+    /// sysmon: what the deadlock diagnostic does.
+    pub(crate) deadlock: crate::sysmon::DeadlockMode,
 }

@@ -40,6 +40,7 @@ mod queue;
 mod runtime;
 mod scheduler;
 mod spawn;
+mod sysmon;
 pub mod task;
 
 pub use blocking::block_in_place;
@@ -51,4 +52,5 @@ pub use metrics::{
 pub use runtime::{Handle, Runtime, TryCurrentError};
 pub use scheduler::context::EnterGuard;
 pub use spawn::{spawn, spawn_blocking, spawn_local};
+pub use sysmon::{DeadlockMode, DEADLOCK_ENV, SCHEDTRACE_ENV, STALL_ENV};
 pub use task::{JoinError, JoinHandle};

@@ -320,6 +320,12 @@ impl<T: RawTask> Steal<T> {
         self.inner.len()
     }
 
+    /// Whether `runnext` holds a task (a racy snapshot, for diagnostics).
+    pub(crate) fn has_runnext(&self) -> bool {
+        // Relaxed: a snapshot printed by the schedtrace; it orders nothing.
+        !self.inner.runnext.load(Relaxed).is_null()
+    }
+
     /// Whether the ring and `runnext` look empty (a racy snapshot).
     pub(crate) fn is_empty(&self) -> bool {
         // Acquire pairs with the owner's Release swap into runnext.

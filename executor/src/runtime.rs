@@ -224,9 +224,20 @@ impl Handle {
         }));
         let mut cx = Context::from_waker(&waker);
         let mut future = pin!(future);
+        // Seen by sysmon's deadlock diagnostic (`crate::sysmon`).
+        let block_ons = &self.shared.block_ons;
+        struct Leave<'a>(&'a crate::scheduler::BlockOns, usize);
+        impl Drop for Leave<'_> {
+            fn drop(&mut self) {
+                self.0.leave(self.1);
+            }
+        }
+        let key = block_ons.enter();
+        let _leave = Leave(block_ons, key);
         let out = loop {
             // Acquire pairs with the Release store of whoever woke us.
             if notified.swap(false, Acquire) {
+                block_ons.polls.fetch_add(1, Relaxed);
                 if let Poll::Ready(v) =
                     numa_rt_reactor::coop::budget(|| future.as_mut().poll(&mut cx))
                 {
@@ -248,7 +259,17 @@ impl Handle {
             // Acquire pairs with the wakers' Release store; a wake after this
             // check unparks the thread, so park returns at once.
             if !ran && !notified.load(Acquire) && local.is_empty() {
+                block_ons.parked.fetch_add(1, Relaxed);
+                if self.shared.config.deadlock != crate::DeadlockMode::Off {
+                    // A monitor asleep since the runtime went idle must
+                    // look again: this park may complete a deadlock.
+                    self.shared.reactor.kick_monitor();
+                }
                 std::thread::park();
+                block_ons.parked.fetch_sub(1, Relaxed);
+                if let Some(msg) = block_ons.failure(key) {
+                    panic!("{msg}");
+                }
             }
         };
         local.close_and_drain();

@@ -30,7 +30,7 @@ pub mod net;
 mod sys;
 pub mod time;
 
-pub use driver::{Driver, DriverStats, Reactor, Unparker};
+pub use driver::{Driver, DriverStats, Reactor, SysmonHook, Unparker};
 
 #[cfg(test)]
 mod tests {

@@ -73,6 +73,12 @@ impl BlockingPool {
             .threads
     }
 
+    /// Threads running a closure now.
+    pub(crate) fn threads_busy(&self) -> usize {
+        let st = self.inner.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.threads - st.idle
+    }
+
     /// Closures waiting for a blocking thread.
     pub(crate) fn queue_depth(&self) -> usize {
         self.inner

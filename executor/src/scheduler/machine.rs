@@ -379,6 +379,7 @@ impl Worker {
         core.batch_polls = core.batch_polls.wrapping_add(1);
         let hist = p.metrics.poll_histogram.as_deref();
         *self.core.borrow_mut() = Some(core);
+        p.current_task.store(task.metadata().id.as_u64(), Relaxed);
         p.in_task.store(true, Relaxed);
         let forced = match hist {
             None => coop::budget_counting(|| task.run()).1,

@@ -61,6 +61,72 @@ pub(crate) struct Shared {
     pub(crate) tasks: Arc<Registry>,
     /// When the runtime was built (the denominator of busy ratios).
     pub(crate) started: std::time::Instant,
+    /// The `block_on` calls in progress, for the deadlock diagnostic.
+    pub(crate) block_ons: BlockOns,
+    /// sysmon's round (`crate::sysmon`); the monitor thread holds it weakly.
+    sysmon: std::sync::OnceLock<Arc<crate::sysmon::Sysmon>>,
+}
+
+/// The `block_on` calls of a runtime: how many run, how many are parked
+/// waiting for a wake-up, and a way to make them fail (the deadlock
+/// diagnostic's `panic` mode).
+#[derive(Default)]
+pub(crate) struct BlockOns {
+    /// Relaxed counters: sysmon reads them only after a whole grace period
+    /// in which no M woke, and re-checks `polls` for progress.
+    pub(crate) running: AtomicUsize,
+    pub(crate) parked: AtomicUsize,
+    /// Polls of `block_on` futures: progress the diagnostic must not miss.
+    pub(crate) polls: std::sync::atomic::AtomicU64,
+    /// The threads parked in a `block_on`, by a key of their own.
+    threads: Mutex<Vec<(usize, std::thread::Thread)>>,
+    next_key: AtomicUsize,
+    /// Set by `fail_all`: the `block_on`s (by key) that must panic, and
+    /// with what.
+    failed: Mutex<Vec<(usize, String)>>,
+}
+
+impl BlockOns {
+    /// Registers the calling thread's `block_on`; returns its key.
+    pub(crate) fn enter(&self) -> usize {
+        let key = self.next_key.fetch_add(1, Relaxed);
+        self.threads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((key, std::thread::current()));
+        self.running.fetch_add(1, Relaxed);
+        key
+    }
+
+    pub(crate) fn leave(&self, key: usize) {
+        self.threads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(k, _)| *k != key);
+        self.failed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(k, _)| *k != key);
+        self.running.fetch_sub(1, Relaxed);
+    }
+
+    /// The diagnostic the `block_on` with `key` must fail with, if any
+    /// (taken: it fails once).
+    pub(crate) fn failure(&self, key: usize) -> Option<String> {
+        let mut failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
+        let i = failed.iter().position(|(k, _)| *k == key)?;
+        Some(failed.swap_remove(i).1)
+    }
+
+    /// Makes every `block_on` in progress panic with `msg` (it wakes them).
+    pub(crate) fn fail_all(&self, msg: String) {
+        let threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
+        let mut failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
+        for (key, t) in threads.iter() {
+            failed.push((*key, msg.clone()));
+            t.unpark();
+        }
+    }
 }
 
 /// Per NUMA node state.
@@ -137,7 +203,20 @@ impl Shared {
             start_node,
             tasks: Registry::new(4 * nprocs),
             started: std::time::Instant::now(),
+            block_ons: BlockOns::default(),
+            sysmon: std::sync::OnceLock::new(),
         });
+        let cfg = &shared.config;
+        if cfg.stall_threshold.is_some()
+            || cfg.schedtrace.is_some()
+            || cfg.deadlock != crate::sysmon::DeadlockMode::Off
+        {
+            let sysmon = Arc::new(crate::sysmon::Sysmon::new(Arc::downgrade(&shared)));
+            let weak = Arc::downgrade(&sysmon);
+            let hook: std::sync::Weak<dyn numa_rt_reactor::SysmonHook> = weak;
+            let _ = shared.sysmon.set(sysmon);
+            shared.reactor.set_sysmon(hook)?;
+        }
         for mut core in cores {
             let node = shared.procs[core.index].node;
             // A new M looks for work before it first parks: it counts as

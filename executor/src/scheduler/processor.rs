@@ -13,7 +13,7 @@ use crate::counters::ProcCounters;
 use crate::queue;
 use crate::task::Runnable;
 use numa_rt_reactor::{Driver, Unparker};
-use std::sync::atomic::{AtomicBool, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -36,6 +36,9 @@ pub(crate) struct Processor {
     /// M's find the work through the park barrier either way.
     pub(crate) in_task: AtomicBool,
     pub(crate) metrics: ProcCounters,
+    /// The id of the task in (or last in) a poll on this P: sysmon's stall
+    /// report and the schedtrace read it. Relaxed: a diagnostic.
+    pub(crate) current_task: AtomicU64,
     /// Where a `Core` rests when no M holds it: only during shutdown.
     pub(crate) core_slot: Mutex<Option<Box<Core>>>,
     /// The M that gave this P away (block_in_place) and wants it back;
@@ -94,6 +97,7 @@ impl Processor {
             running: AtomicBool::new(true),
             in_task: AtomicBool::new(false),
             metrics: ProcCounters::new(histogram),
+            current_task: AtomicU64::new(0),
             core_slot: Mutex::new(None),
             asker: Mutex::new(None),
             has_asker: AtomicBool::new(false),

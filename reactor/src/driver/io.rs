@@ -154,6 +154,12 @@ impl ScheduledIo {
         }))
     }
 
+    /// Whether a task waits on this source (a stored reader or writer waker).
+    pub(crate) fn has_waiters(&self) -> bool {
+        let w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        w.reader.is_some() || w.writer.is_some()
+    }
+
     /// Ready when the direction has readiness; otherwise stores the waker.
     pub(crate) fn poll_ready(
         &self,

@@ -187,6 +187,16 @@ struct Stats {
     handoffs: AtomicU64,
 }
 
+/// The executor's part of the monitor thread (Go's sysmon): called at every
+/// monitor tick, between 20 µs and 10 ms apart while the runtime runs.
+pub trait SysmonHook: Send + Sync {
+    /// One round. `idle`: every M is parked and none woke during the last
+    /// tick, so the monitor is about to sleep until an M leaves its park.
+    /// Returns the longest the monitor may sleep before the next round
+    /// (`None`: no limit of the hook's own), e.g. for a periodic trace.
+    fn tick(&self, idle: bool) -> Option<Duration>;
+}
+
 /// What one P's driver did since the reactor was built.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -371,6 +381,40 @@ impl Reactor {
     /// Diagnostics: timers currently pending across all P's.
     pub fn pending_timers(&self) -> usize {
         self.shared.ps.iter().map(|p| p.timers.len()).sum()
+    }
+
+    /// Diagnostics: P `index`'s registered sources and pending timers.
+    pub fn proc_sources_and_timers(&self, index: usize) -> (usize, usize) {
+        let p = &self.shared.ps[index];
+        let sources = p.sources.lock().unwrap_or_else(|e| e.into_inner()).len();
+        (sources, p.timers.len())
+    }
+
+    /// Diagnostics: sources on which a task waits (a stored waker), across
+    /// all P's. Locks every source in turn: for rare checks (the deadlock
+    /// diagnostic), not for hot paths.
+    pub fn io_waiters(&self) -> usize {
+        let mut n = 0;
+        for p in self.shared.ps.iter() {
+            let sources = p.sources.lock().unwrap_or_else(|e| e.into_inner());
+            n += sources.iter().filter(|io| io.has_waiters()).count();
+        }
+        n
+    }
+
+    /// Installs the runtime's sysmon: `hook` runs on the monitor thread at
+    /// every tick (see [`SysmonHook`]), and the monitor thread is started if
+    /// the watcher alone did not need it.
+    pub fn set_sysmon(&self, hook: std::sync::Weak<dyn SysmonHook>) -> std::io::Result<()> {
+        self.shared.monitor.set_hook(hook);
+        self.shared.monitor.start(&self.shared)
+    }
+
+    /// Wakes the monitor thread if it sleeps until an M leaves its park: a
+    /// thread outside the runtime (a parking `block_on`) has news for the
+    /// sysmon hook. One SeqCst load when it is awake.
+    pub fn kick_monitor(&self) {
+        self.shared.monitor.kick();
     }
 
     /// The P new sources and timers of this thread go to: the thread's own P,

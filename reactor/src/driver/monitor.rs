@@ -30,7 +30,7 @@
 //! The thread holds the reactor only weakly and ends when the reactor shuts
 //! down or is dropped. The executor's sysmon (issue 10) should absorb it.
 
-use super::{Ops, Shared};
+use super::{Ops, Shared, SysmonHook};
 use std::sync::atomic::{
     AtomicBool,
     Ordering::{Relaxed, SeqCst},
@@ -49,6 +49,8 @@ pub(super) struct Monitor {
     state: Mutex<State>,
     cv: Condvar,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// The executor's sysmon, called every round (`Reactor::set_sysmon`).
+    hook: Mutex<Option<Weak<dyn SysmonHook>>>,
 }
 
 #[derive(Default)]
@@ -64,18 +66,48 @@ impl Monitor {
             state: Mutex::new(State::default()),
             cv: Condvar::new(),
             thread: Mutex::new(None),
+            hook: Mutex::new(None),
         })
     }
 
-    /// Starts the thread for the reactor `shared`.
+    /// Starts the thread for the reactor `shared`, unless it runs already.
     pub(super) fn start(self: &Arc<Self>, shared: &Arc<Shared>) -> std::io::Result<()> {
+        let mut thread = self.thread.lock().unwrap_or_else(|e| e.into_inner());
+        if thread.is_some() {
+            return Ok(());
+        }
         let weak = Arc::downgrade(shared);
         let me = self.clone();
         let t = std::thread::Builder::new()
             .name("numa_rt-monitor".into())
-            .spawn(move || me.run(weak))?;
-        *self.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(t);
+            .spawn(move || me.run(weak))
+            .map_err(|e| {
+                std::io::Error::new(
+                    e.kind(),
+                    format!("starting the numa_rt-monitor thread: {e}"),
+                )
+            })?;
+        *thread = Some(t);
         Ok(())
+    }
+
+    pub(super) fn set_hook(&self, hook: Weak<dyn SysmonHook>) {
+        *self.hook.lock().unwrap_or_else(|e| e.into_inner()) = Some(hook);
+    }
+
+    /// Runs the sysmon hook's round, if one is installed and alive. A panic
+    /// in it is contained (reported once per round on stderr): the monitor
+    /// keeps the watcher role moving either way.
+    fn hook_tick(&self, idle: bool) -> Option<Duration> {
+        let hook = self.hook.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let hook = hook?.upgrade()?;
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook.tick(idle))) {
+            Ok(limit) => limit,
+            Err(_) => {
+                eprintln!("numa_rt: the sysmon round panicked; it will run again next tick");
+                None
+            }
+        }
     }
 
     /// Called by an M leaving its park: wakes the monitor if it sleeps until
@@ -137,10 +169,32 @@ impl Monitor {
                     all_parked
                 }
             };
+            // The executor's round (stall reports, schedtrace, the
+            // deadlock diagnostic): it may bound the coming sleep.
+            let limit = self.hook_tick(deep);
             let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
             if deep {
-                while !s.kicked && !s.stop {
-                    s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
+                let mut timed_out = false;
+                while !s.kicked && !s.stop && !timed_out {
+                    s = match limit {
+                        None => self.cv.wait(s).unwrap_or_else(|e| e.into_inner()),
+                        Some(d) => {
+                            let (s, r) = self
+                                .cv
+                                .wait_timeout(s, d)
+                                .unwrap_or_else(|e| e.into_inner());
+                            timed_out = r.timed_out();
+                            s
+                        }
+                    };
+                }
+                if timed_out && !s.kicked {
+                    // The hook asked to run again while the runtime is still
+                    // idle: stay quiet (same wake-up total) and go round.
+                    // SeqCst: the same pair as above; a kick from now on
+                    // finds the monitor awake.
+                    self.sleeping.store(false, SeqCst);
+                    continue;
                 }
                 s.kicked = false;
                 // Back from a long idle: the next check in a full tick.
@@ -150,7 +204,7 @@ impl Monitor {
             } else if !s.stop {
                 s = self
                     .cv
-                    .wait_timeout(s, delay)
+                    .wait_timeout(s, limit.map_or(delay, |l| l.min(delay)))
                     .unwrap_or_else(|e| e.into_inner())
                     .0;
             }

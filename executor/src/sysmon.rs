@@ -1,0 +1,449 @@
+//! sysmon: the runtime watching itself (Go's `sysmon`, `schedtrace` and
+//! "all goroutines are asleep").
+//!
+//! One monitor thread per runtime, the reactor's (`numa_rt-monitor`, see
+//! `numa_rt_reactor`'s `driver::monitor`): it sleeps 20 µs, doubling to
+//! 10 ms while nothing happens, and sleeps until kicked once every M is
+//! parked. At every round it moves the watcher role away from a busy M (the
+//! reactor's part) and calls [`Sysmon::tick`] (this module), which
+//!
+//! - **reports stalls**: a P whose M has been inside one poll for longer
+//!   than the stall threshold (default 10 ms; `Builder::stall_threshold`,
+//!   `NUMA_RT_STALL_MS`) gets one line on stderr per task and stall, naming
+//!   the task, the P, the M and how many tasks wait behind it. A stall is
+//!   seen without any cost to the poll: the P's poll counter has not moved
+//!   since the previous round while the P is inside a task (Go's
+//!   `schedtick` test), so no clock is read per poll;
+//! - **prints the schedtrace** every `NUMA_RT_SCHEDTRACE` milliseconds
+//!   (`Builder::schedtrace`): Go's `SCHED` line plus one line per node, and
+//!   with `,detail` one line per P (Go's `scheddetail`);
+//! - **diagnoses deadlocks**: when a `block_on` is parked, every P is idle,
+//!   no timer is pending, no I/O source has a waiter and the blocking pool
+//!   is empty, nothing inside the runtime can ever wake anything. Unless a
+//!   foreign thread holds a waker, that is a deadlock. After a grace period
+//!   (1 s) with no wake-up it prints `numa_rt: all tasks are asleep -
+//!   possible deadlock` once (`warn`), or makes every parked `block_on`
+//!   panic with that message (`panic`), or does nothing (`off`);
+//!   `NUMA_RT_DEADLOCK` or `Builder::deadlock`. The default is `warn` in
+//!   debug builds and `off` in release builds.
+//!
+//! Every figure comes from the counters `RuntimeMetrics` reads: one source.
+//!
+//! Not done here (yet): taking a stalled P away from its M and handing it to
+//! another (Go's `retake`): see docs/architecture.md, "sysmon".
+
+use crate::metrics::RuntimeMetrics;
+use crate::scheduler::Shared;
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Mutex, Weak};
+use std::time::{Duration, Instant};
+
+/// The environment variable that sets the schedtrace period: `<ms>` or
+/// `<ms>,detail`.
+pub const SCHEDTRACE_ENV: &str = "NUMA_RT_SCHEDTRACE";
+/// The environment variable that sets the deadlock diagnostic: `warn`,
+/// `panic` or `off`.
+pub const DEADLOCK_ENV: &str = "NUMA_RT_DEADLOCK";
+/// The environment variable that sets the stall threshold in milliseconds
+/// (`off` or `0`: no stall reports).
+pub const STALL_ENV: &str = "NUMA_RT_STALL_MS";
+
+/// How long everything must stay asleep before the deadlock diagnostic
+/// speaks: long enough for a foreign thread's usual reply (a test's 200 ms
+/// sender), short enough to be seen by someone waiting at a terminal.
+const DEADLOCK_GRACE: Duration = Duration::from_secs(1);
+
+/// What the deadlock diagnostic does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeadlockMode {
+    /// Nothing.
+    Off,
+    /// One line on stderr per deadlock.
+    Warn,
+    /// Every parked `block_on` panics with the diagnostic.
+    Panic,
+}
+
+impl DeadlockMode {
+    /// `warn` in debug builds, `off` in release builds.
+    pub fn default_for_build() -> DeadlockMode {
+        if cfg!(debug_assertions) {
+            DeadlockMode::Warn
+        } else {
+            DeadlockMode::Off
+        }
+    }
+}
+
+/// The schedtrace settings: a period, and whether to add per-P lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SchedTrace {
+    pub(crate) every: Duration,
+    pub(crate) detail: bool,
+}
+
+/// Parses `NUMA_RT_SCHEDTRACE`: `<ms>` or `<ms>,detail`, ms ≥ 1.
+pub(crate) fn parse_schedtrace(v: &str) -> Result<SchedTrace, String> {
+    let bad = |why: &str| {
+        format!("{SCHEDTRACE_ENV}={v:?}: {why} (expected <ms> or <ms>,detail, e.g. 1000,detail)")
+    };
+    let mut parts = v.trim().split(',');
+    let ms = parts.next().unwrap_or("").trim();
+    let ms: u64 = ms
+        .parse()
+        .map_err(|_| bad("the period is not a whole number of milliseconds"))?;
+    if ms == 0 {
+        return Err(bad("the period must be at least 1 ms"));
+    }
+    let detail = match parts.next().map(str::trim) {
+        None => false,
+        Some("detail") => true,
+        Some(_) => return Err(bad("the only option is `detail`")),
+    };
+    if parts.next().is_some() {
+        return Err(bad("too many fields"));
+    }
+    Ok(SchedTrace {
+        every: Duration::from_millis(ms),
+        detail,
+    })
+}
+
+/// Parses `NUMA_RT_DEADLOCK`.
+pub(crate) fn parse_deadlock(v: &str) -> Result<DeadlockMode, String> {
+    match v.trim() {
+        "warn" => Ok(DeadlockMode::Warn),
+        "panic" => Ok(DeadlockMode::Panic),
+        "off" => Ok(DeadlockMode::Off),
+        _ => Err(format!("{DEADLOCK_ENV}={v:?}: expected warn, panic or off")),
+    }
+}
+
+/// Parses `NUMA_RT_STALL_MS`: a whole number of milliseconds ≥ 1, or `off`
+/// (or `0`) for no stall reports.
+pub(crate) fn parse_stall(v: &str) -> Result<Option<Duration>, String> {
+    match v.trim() {
+        "off" | "0" => Ok(None),
+        t => t
+            .parse::<u64>()
+            .map(|ms| Some(Duration::from_millis(ms)))
+            .map_err(|_| {
+                format!("{STALL_ENV}={v:?}: expected a whole number of milliseconds, or off")
+            }),
+    }
+}
+
+/// Reads an env variable: unset or empty is `None`.
+pub(crate) fn env<T>(
+    name: &str,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> std::io::Result<Option<T>> {
+    match std::env::var(name) {
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(v)) => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{name}={v:?}: not valid UTF-8"),
+        )),
+        Ok(v) if v.trim().is_empty() => Ok(None),
+        Ok(v) => parse(&v)
+            .map(Some)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e)),
+    }
+}
+
+/// The executor's half of the monitor thread.
+pub(crate) struct Sysmon {
+    shared: Weak<Shared>,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Per P: its poll count when first seen inside the same poll, when,
+    /// and whether that stall was reported.
+    stalls: Vec<Option<Stall>>,
+    /// When the next schedtrace is due.
+    next_trace: Option<Instant>,
+    /// Since when the runtime has looked deadlocked, and whether this
+    /// episode was reported.
+    asleep_since: Option<Instant>,
+    /// `block_on` polls when the runtime was first seen asleep: a
+    /// `block_on` woken from outside in between is progress.
+    asleep_polls: u64,
+    reported_deadlock: bool,
+}
+
+#[derive(Clone, Copy)]
+struct Stall {
+    polls: u64,
+    since: Instant,
+    reported: bool,
+}
+
+impl Sysmon {
+    pub(crate) fn new(shared: Weak<Shared>) -> Sysmon {
+        Sysmon {
+            shared,
+            state: Mutex::new(State::default()),
+        }
+    }
+}
+
+impl numa_rt_reactor::SysmonHook for Sysmon {
+    fn tick(&self, idle: bool) -> Option<Duration> {
+        let shared = self.shared.upgrade()?;
+        if shared.is_shutdown() {
+            return None;
+        }
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        let mut limit: Option<Duration> = None;
+        let mut bound = |d: Duration| limit = Some(limit.map_or(d, |l| l.min(d)));
+
+        if let Some(threshold) = shared.config.stall_threshold {
+            if !idle {
+                check_stalls(&shared, &mut st, now, threshold);
+            } else {
+                st.stalls.clear();
+            }
+        }
+
+        if let Some(trace) = shared.config.schedtrace {
+            let due = *st.next_trace.get_or_insert(now + trace.every);
+            if now >= due {
+                eprint!("{}", schedtrace(&shared, trace.detail));
+                st.next_trace = Some(now + trace.every);
+            }
+            bound(st.next_trace.unwrap_or(now).saturating_duration_since(now));
+        }
+
+        if shared.config.deadlock != DeadlockMode::Off {
+            if idle && looks_deadlocked(&shared) {
+                let polls = shared.block_ons.polls.load(Relaxed);
+                if st.asleep_since.is_none() || st.asleep_polls != polls {
+                    st.asleep_since = Some(now);
+                    st.asleep_polls = polls;
+                    st.reported_deadlock = false;
+                }
+                let since = st.asleep_since.unwrap_or(now);
+                let waited = now.saturating_duration_since(since);
+                if waited >= DEADLOCK_GRACE {
+                    if !st.reported_deadlock {
+                        st.reported_deadlock = true;
+                        report_deadlock(&shared);
+                    }
+                } else {
+                    bound(DEADLOCK_GRACE - waited);
+                }
+            } else if !idle {
+                st.asleep_since = None;
+                st.reported_deadlock = false;
+            } else {
+                st.asleep_since = None;
+            }
+        }
+        limit
+    }
+}
+
+fn check_stalls(shared: &Shared, st: &mut State, now: Instant, threshold: Duration) {
+    st.stalls.resize(shared.procs.len(), None);
+    for (i, p) in shared.procs.iter().enumerate() {
+        // Relaxed: both are hints read between rounds (see module docs);
+        // a stale value delays a report by one round.
+        let in_task = p.in_task.load(Relaxed);
+        let polls = p.metrics.polls.get();
+        let slot = &mut st.stalls[i];
+        match slot {
+            Some(s) if in_task && s.polls == polls => {
+                let ran = now.saturating_duration_since(s.since);
+                if !s.reported && ran >= threshold {
+                    s.reported = true;
+                    report_stall(shared, i, ran);
+                }
+            }
+            _ if in_task => {
+                *slot = Some(Stall {
+                    polls,
+                    since: now,
+                    reported: false,
+                })
+            }
+            _ => *slot = None,
+        }
+    }
+}
+
+fn report_stall(shared: &Shared, p: usize, ran: Duration) {
+    let proc = &shared.procs[p];
+    let task = proc.current_task.load(Relaxed);
+    let queued = proc.steal.len() + usize::from(proc.steal.has_runnext()) + proc.inbox.len();
+    eprintln!(
+        "numa_rt: task {task} has been running for at least {} ms without yielding on P{p} \
+         (thread M{}); {queued} task(s) wait behind it on that P. Move blocking work to \
+         spawn_blocking or block_in_place, or yield in long loops.",
+        ran.as_millis(),
+        proc.metrics.machine.load(Relaxed),
+    );
+}
+
+/// Every M parked, a `block_on` parked, and nothing that could ever wake a
+/// task: no pending timer, no I/O waiter, nothing in the blocking pool.
+fn looks_deadlocked(shared: &Shared) -> bool {
+    let b = &shared.block_ons;
+    let parked = b.parked.load(Relaxed);
+    parked > 0
+        && parked == b.running.load(Relaxed)
+        && shared.idle.npidle() == shared.nprocs()
+        && shared.blocking.threads_busy() == 0
+        && shared.blocking.queue_depth() == 0
+        && shared.reactor.pending_timers() == 0
+        && shared.reactor.io_waiters() == 0
+}
+
+fn report_deadlock(shared: &Shared) {
+    let msg = format!(
+        "numa_rt: all tasks are asleep - possible deadlock: {} live task(s), every processor \
+         idle, no timer pending, no I/O awaited, and block_on is waiting. Nothing in the \
+         runtime can wake them; only a waker held outside it could (set {DEADLOCK_ENV}=off \
+         if that is expected).",
+        shared.tasks.len()
+    );
+    match shared.config.deadlock {
+        DeadlockMode::Off => {}
+        DeadlockMode::Warn => eprintln!("{msg}"),
+        DeadlockMode::Panic => shared.block_ons.fail_all(msg),
+    }
+}
+
+/// Go's `SCHED` line for this runtime, one line per node, and with
+/// `detail` one line per P.
+pub(crate) fn schedtrace(shared: &std::sync::Arc<Shared>, detail: bool) -> String {
+    let m = RuntimeMetrics {
+        shared: shared.clone(),
+    };
+    let ms = shared.started.elapsed().as_millis();
+    let pooled: usize = shared
+        .nodes
+        .iter()
+        .map(|n| {
+            n.idle_machines
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .len()
+        })
+        .sum();
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "SCHED {ms}ms: gomaxprocs={} idleprocs={} threads={} spinningthreads={} idlethreads={} \
+         blockingthreads={} runqueue={} [",
+        m.num_procs(),
+        m.idle_procs(),
+        m.num_machines() + m.blocking_threads() + 1,
+        m.spinning_machines(),
+        m.idle_procs() + pooled,
+        m.blocking_threads(),
+        m.global_queue_depth(),
+    );
+    for (i, p) in shared.procs.iter().enumerate() {
+        let _ = write!(out, "{}{}", if i > 0 { " " } else { "" }, p.steal.len());
+    }
+    out.push_str("]\n");
+    for n in 0..m.num_nodes() {
+        let node = m.node(n);
+        let procs = match (node.procs.first(), node.procs.last()) {
+            (Some(a), Some(b)) => format!("{a}-{b}"),
+            _ => "none".into(),
+        };
+        let watcher = node.watcher.map_or("none".into(), |p| format!("P{p}"));
+        let _ = writeln!(
+            out,
+            "  node={n} procs={procs} idleprocs={} spinningthreads={} runqueue={} watcher={watcher} \
+             busy={}ms polls={} steals={} remotesteals={} parks={} unparks={} spurious={}",
+            node.idle_procs,
+            node.spinning_machines,
+            node.queue_depth,
+            node.busy_duration.as_millis(),
+            node.tasks_polled,
+            node.tasks_stolen,
+            node.remote_steals,
+            node.parks,
+            node.unparks,
+            node.spurious_wakeups,
+        );
+    }
+    if detail {
+        for (i, p) in shared.procs.iter().enumerate() {
+            let pm = m.proc(i);
+            let status = if p.in_task.load(Relaxed) {
+                "intask"
+            } else if p.running.load(Relaxed) {
+                "running"
+            } else {
+                "idle"
+            };
+            let (sources, timers) = shared.reactor.proc_sources_and_timers(i);
+            let curtask = if p.in_task.load(Relaxed) {
+                p.current_task.load(Relaxed).to_string()
+            } else {
+                "-".into()
+            };
+            let _ = writeln!(
+                out,
+                "  P{i}: node={} status={status} m=M{} runqsize={} runnext={} inbox={} timers={timers} \
+                 sources={sources} curtask={curtask} polls={} busy={}ms",
+                p.node,
+                pm.machine,
+                pm.local_queue_depth,
+                u8::from(p.steal.has_runnext()),
+                pm.inbox_depth,
+                pm.tasks_polled,
+                pm.busy_duration.as_millis(),
+            );
+        }
+        for (n, node) in shared.nodes.iter().enumerate() {
+            for mach in node
+                .idle_machines
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+            {
+                let _ = writeln!(out, "  M{}: node={n} p=none (pooled, no P)", mach.id);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_values_parse_or_name_what_is_wrong() {
+        assert_eq!(
+            parse_schedtrace("1000").unwrap(),
+            SchedTrace {
+                every: Duration::from_secs(1),
+                detail: false
+            }
+        );
+        assert!(parse_schedtrace(" 50,detail ").unwrap().detail);
+        for bad in ["", "x", "0", "10,verbose", "10,detail,x", "-5"] {
+            let e = parse_schedtrace(bad).unwrap_err();
+            assert!(e.starts_with(SCHEDTRACE_ENV), "{e}");
+            assert!(e.contains(&format!("{bad:?}")), "{e}");
+        }
+        assert_eq!(parse_deadlock("panic").unwrap(), DeadlockMode::Panic);
+        assert!(parse_deadlock("loud")
+            .unwrap_err()
+            .contains("NUMA_RT_DEADLOCK=\"loud\""));
+        assert_eq!(parse_stall("off").unwrap(), None);
+        assert_eq!(parse_stall("25").unwrap(), Some(Duration::from_millis(25)));
+        assert!(parse_stall("10ms")
+            .unwrap_err()
+            .contains("NUMA_RT_STALL_MS"));
+    }
+}

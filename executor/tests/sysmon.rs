@@ -1,0 +1,221 @@
+//! sysmon: stall reports, schedtrace and the deadlock diagnostic.
+//!
+//! What sysmon prints goes to stderr, so those cases run in a child process
+//! (this test binary re-run with `SYSMON_CHILD` naming the scenario) and the
+//! parent reads its output.
+
+mod common;
+use common::panic_message;
+use futures::channel::oneshot;
+use numa_rt_executor::{spawn, Builder, DeadlockMode};
+use std::time::Duration;
+
+const CHILD: &str = "SYSMON_CHILD";
+
+/// Runs this binary's test `name` in a child with `env`; returns (success, stderr).
+fn child(name: &str, env: &[(&str, &str)]) -> (bool, String) {
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(CHILD, name);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("the test binary re-runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn is_child(name: &str) -> bool {
+    std::env::var(CHILD).as_deref() == Ok(name)
+}
+
+#[test]
+fn a_task_that_blocks_its_thread_is_reported_once() {
+    const NAME: &str = "a_task_that_blocks_its_thread_is_reported_once";
+    if is_child(NAME) {
+        let rt = Builder::new()
+            .max_procs(1)
+            .stall_threshold(Some(Duration::from_millis(20)))
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let h = spawn(async {
+                // Blocks the only worker far past the threshold.
+                std::thread::sleep(Duration::from_millis(400));
+            });
+            let _ = h.await;
+        });
+        return;
+    }
+    let (ok, err) = child(NAME, &[]);
+    assert!(ok, "child failed:\n{err}");
+    let reports: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("without yielding"))
+        .collect();
+    assert_eq!(reports.len(), 1, "one report per task and stall:\n{err}");
+    assert!(reports[0].starts_with("numa_rt: task "), "{err}");
+    assert!(reports[0].contains("on P0"), "{err}");
+}
+
+#[test]
+fn schedtrace_prints_go_lines_with_nodes_and_procs() {
+    const NAME: &str = "schedtrace_prints_go_lines_with_nodes_and_procs";
+    if is_child(NAME) {
+        let rt = Builder::new().max_procs(2).build().unwrap();
+        rt.block_on(async {
+            // Work for the trace to show, over several trace periods.
+            let t0 = std::time::Instant::now();
+            while t0.elapsed() < Duration::from_millis(300) {
+                let hs: Vec<_> = (0..8).map(|_| spawn(async {})).collect();
+                for h in hs {
+                    h.await.unwrap();
+                }
+            }
+        });
+        return;
+    }
+    let (ok, err) = child(NAME, &[("NUMA_RT_SCHEDTRACE", "20,detail")]);
+    assert!(ok, "child failed:\n{err}");
+    let sched: Vec<&str> = err.lines().filter(|l| l.starts_with("SCHED ")).collect();
+    assert!(!sched.is_empty(), "no SCHED line:\n{err}");
+    let line = sched[0];
+    for field in [
+        "gomaxprocs=2",
+        "idleprocs=",
+        "threads=",
+        "spinningthreads=",
+        "idlethreads=",
+        "runqueue=",
+    ] {
+        assert!(line.contains(field), "{field} missing in {line:?}");
+    }
+    // `SCHED <ms>ms: ... [a b]`: one run-queue length per P.
+    let ms = line["SCHED ".len()..].split("ms:").next().unwrap();
+    ms.parse::<u64>()
+        .unwrap_or_else(|_| panic!("bad time in {line:?}"));
+    let queues = line.rsplit('[').next().unwrap().trim_end_matches(']');
+    assert_eq!(queues.split(' ').count(), 2, "{line:?}");
+    assert!(
+        err.lines().any(|l| l.starts_with("  node=0 procs=0-1")),
+        "{err}"
+    );
+    assert!(
+        err.lines().any(|l| l.starts_with("  P0: node=0 status=")),
+        "{err}"
+    );
+    assert!(
+        err.lines().any(|l| l.starts_with("  P1: node=0 status=")),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_sysmon_variables_are_named() {
+    const NAME: &str = "bad_sysmon_variables_are_named";
+    if is_child(NAME) {
+        let err = Builder::new().max_procs(1).build().unwrap_err();
+        eprintln!("ERROR: {err}");
+        return;
+    }
+    for (var, value) in [
+        ("NUMA_RT_SCHEDTRACE", "often"),
+        ("NUMA_RT_DEADLOCK", "loud"),
+        ("NUMA_RT_STALL_MS", "10ms"),
+    ] {
+        let (ok, err) = child(NAME, &[(var, value)]);
+        assert!(ok, "child failed:\n{err}");
+        let line = err.lines().find(|l| l.starts_with("ERROR: ")).unwrap_or("");
+        assert!(
+            line.contains(var) && line.contains(value),
+            "{var}={value}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_block_on_nobody_can_wake_panics_in_panic_mode() {
+    let rt = Builder::new()
+        .max_procs(2)
+        .deadlock(DeadlockMode::Panic)
+        .build()
+        .unwrap();
+    // A sender kept alive but never used: nothing can ever complete rx.
+    let (_tx, rx) = oneshot::channel::<()>();
+    let idle = spawn_idle_tasks(&rt);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rt.block_on(rx)));
+    let msg = panic_message(&*r.expect_err("block_on must panic"));
+    assert!(
+        msg.contains("all tasks are asleep - possible deadlock"),
+        "{msg}"
+    );
+    assert!(msg.contains("3 live task(s)"), "{msg}");
+    drop(idle);
+    // The runtime still works afterwards.
+    assert_eq!(rt.block_on(async { spawn(async { 5 }).await.unwrap() }), 5);
+}
+
+/// Three tasks that wait forever on channels whose senders the caller keeps.
+fn spawn_idle_tasks(rt: &numa_rt_executor::Runtime) -> Vec<oneshot::Sender<()>> {
+    (0..3)
+        .map(|_| {
+            let (tx, rx) = oneshot::channel::<()>();
+            rt.spawn(async move {
+                let _ = rx.await;
+            });
+            tx
+        })
+        .collect()
+}
+
+#[test]
+fn warn_mode_reports_a_long_sleep_once_and_not_a_short_one() {
+    const NAME: &str = "warn_mode_reports_a_long_sleep_once_and_not_a_short_one";
+    if is_child(NAME) {
+        let wait: u64 = std::env::var("FOREIGN_MS").unwrap().parse().unwrap();
+        let rt = Builder::new()
+            .max_procs(2)
+            .deadlock(DeadlockMode::Warn)
+            .build()
+            .unwrap();
+        let (tx, rx) = oneshot::channel::<u32>();
+        // A foreign thread holds the sender: the diagnostic cannot know it
+        // will send (the scenario, not synchronisation).
+        let foreign = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(wait));
+            let _ = tx.send(9);
+        });
+        assert_eq!(rt.block_on(rx).unwrap(), 9);
+        foreign.join().unwrap();
+        return;
+    }
+    let (ok, err) = child(NAME, &[("FOREIGN_MS", "3000")]);
+    assert!(ok, "child failed:\n{err}");
+    let n = err
+        .matches("all tasks are asleep - possible deadlock")
+        .count();
+    assert_eq!(n, 1, "a 3 s silence is reported once:\n{err}");
+    let (ok, err) = child(NAME, &[("FOREIGN_MS", "200")]);
+    assert!(ok, "child failed:\n{err}");
+    assert!(
+        !err.contains("possible deadlock"),
+        "a 200 ms wait is within the grace period:\n{err}"
+    );
+}
+
+#[test]
+fn a_pending_timer_is_not_a_deadlock() {
+    let rt = Builder::new()
+        .max_procs(1)
+        .deadlock(DeadlockMode::Panic)
+        .build()
+        .unwrap();
+    // Everything idle for 1.5 s, but a timer will wake the task.
+    rt.block_on(async {
+        spawn(numa_rt_reactor::time::sleep(Duration::from_millis(1500)))
+            .await
+            .unwrap();
+    });
+}
