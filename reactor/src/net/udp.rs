@@ -2,13 +2,13 @@
 
 use std::future::poll_fn;
 use std::io;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::task::{Context, Poll};
 
 use mio::Interest;
 
-use super::{each_addr, resolve};
+use super::{each_addr, readiness_impls, resolve, ToSocketAddrs};
 use crate::driver::io::{Direction, Kind};
 use crate::driver::registration::PollEvented;
 
@@ -23,7 +23,7 @@ pub struct UdpSocket {
 impl UdpSocket {
     /// Binds to `addr` (the first address that works).
     pub async fn bind(addr: impl ToSocketAddrs) -> io::Result<UdpSocket> {
-        each_addr(addr, |a| mio::net::UdpSocket::bind(a).map(UdpSocket::new))
+        each_addr(addr, |a| mio::net::UdpSocket::bind(a).map(UdpSocket::new)).await
     }
 
     fn new(s: mio::net::UdpSocket) -> UdpSocket {
@@ -47,13 +47,13 @@ impl UdpSocket {
     /// to it (the first resolved address that works).
     pub async fn connect(&self, addr: impl ToSocketAddrs) -> io::Result<()> {
         let mut last = None;
-        for a in resolve(addr)? {
+        for a in resolve(addr).await? {
             match self.io.get_ref().connect(a) {
                 Ok(()) => return Ok(()),
                 Err(e) => last = Some(e),
             }
         }
-        Err(last.expect("resolve returns at least one address"))
+        Err(last.unwrap_or_else(|| io::Error::other("no address to try")))
     }
 
     /// Sends to the connected peer.
@@ -76,9 +76,11 @@ impl UdpSocket {
         self.io.poll_io(cx, Direction::Read, |s| s.recv(buf))
     }
 
-    /// Sends to `target` (the first resolved address).
+    /// Sends to `target` (the first resolved address; a host name is
+    /// resolved off the worker, on every call: resolve once with
+    /// [`super::lookup_host`] when sending many datagrams).
     pub async fn send_to(&self, buf: &[u8], target: impl ToSocketAddrs) -> io::Result<usize> {
-        let target = resolve(target)?[0];
+        let target = resolve(target).await?[0];
         poll_fn(|cx| self.poll_send_to(cx, buf, target)).await
     }
 
@@ -112,6 +114,39 @@ impl UdpSocket {
         poll_fn(|cx| self.io.poll_io(cx, Direction::Read, |s| s.peek_from(buf))).await
     }
 
+    /// Receives a datagram from the connected peer without removing it from
+    /// the queue.
+    pub async fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        poll_fn(|cx| self.io.poll_io(cx, Direction::Read, |s| s.peek(buf))).await
+    }
+
+    /// Sends to the connected peer without waiting (`WouldBlock` when the
+    /// socket is not writable; the readiness is then cleared).
+    pub fn try_send(&self, buf: &[u8]) -> io::Result<usize> {
+        self.io.try_io(false, true, |s| s.send(buf))
+    }
+
+    /// Sends to `target` without waiting.
+    pub fn try_send_to(&self, buf: &[u8], target: SocketAddr) -> io::Result<usize> {
+        self.io.try_io(false, true, |s| s.send_to(buf, target))
+    }
+
+    /// Receives from the connected peer without waiting (`WouldBlock` when
+    /// no datagram is queued; the readiness is then cleared).
+    pub fn try_recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.io.try_io(true, false, |s| s.recv(buf))
+    }
+
+    /// Receives a datagram and its sender without waiting.
+    pub fn try_recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        self.io.try_io(true, false, |s| s.recv_from(buf))
+    }
+
+    /// Peeks at the next datagram and its sender without waiting.
+    pub fn try_peek_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        self.io.try_io(true, false, |s| s.peek_from(buf))
+    }
+
     /// The bound address.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.io.get_ref().local_addr()
@@ -137,6 +172,8 @@ impl UdpSocket {
         self.io.get_ref().take_error()
     }
 }
+
+readiness_impls!(UdpSocket);
 
 impl AsRawFd for UdpSocket {
     fn as_raw_fd(&self) -> RawFd {
