@@ -66,6 +66,8 @@ fn bind_before_connect_fixes_the_client_address() {
             });
             let mut c = socket.connect(server_addr).await.unwrap();
             assert!(c.nodelay().unwrap(), "options carry over to the stream");
+            c.set_linger(Some(Duration::from_secs(1))).unwrap();
+            assert_eq!(c.linger().unwrap(), Some(Duration::from_secs(1)));
             assert_eq!(c.local_addr().unwrap(), client_addr);
             c.write_all(b"ping").await.unwrap();
             let mut buf = [0; 4];

@@ -196,6 +196,17 @@ impl TcpStream {
         self.io.get_ref().ttl()
     }
 
+    /// Sets `SO_LINGER`: `Some(d)` makes close wait up to `d` for unsent
+    /// data (`Some(0)` resets the connection on close); `None` is the default.
+    pub fn set_linger(&self, linger: Option<std::time::Duration>) -> io::Result<()> {
+        socket2::SockRef::from(self.io.get_ref()).set_linger(linger)
+    }
+
+    /// Gets `SO_LINGER`.
+    pub fn linger(&self) -> io::Result<Option<std::time::Duration>> {
+        socket2::SockRef::from(self.io.get_ref()).linger()
+    }
+
     /// Shuts down the read, write or both directions.
     pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
         self.io.get_ref().shutdown(how)
