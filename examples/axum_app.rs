@@ -94,7 +94,10 @@ async fn main() -> Result<(), Error> {
             let res = client.get(format!("http://{addr}{path}").parse()?).await?;
             let status = res.status();
             let body = res.into_body().collect().await?.to_bytes();
-            println!("GET {path}: {status} {}", String::from_utf8_lossy(&body).trim_end());
+            println!(
+                "GET {path}: {status} {}",
+                String::from_utf8_lossy(&body).trim_end()
+            );
         }
         Ok::<_, Error>(())
     };

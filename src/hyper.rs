@@ -265,7 +265,11 @@ impl Connector {
                 )))
             }
             Some(_) => 80,
-            None => return Err(bad(format!("numa_rt::hyper::Connector: {uri} has no scheme"))),
+            None => {
+                return Err(bad(format!(
+                    "numa_rt::hyper::Connector: {uri} has no scheme"
+                )))
+            }
         };
         let host = uri
             .host()

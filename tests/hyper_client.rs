@@ -108,15 +108,25 @@ fn sequential_requests_reuse_one_pooled_connection() {
             let client: Client<Connector, Empty<Bytes>> =
                 Client::builder(exec.clone()).build(Connector::new());
 
-            assert_eq!(get(&client, format!("http://127.0.0.1:{port}/one")).await, "/one");
+            assert_eq!(
+                get(&client, format!("http://127.0.0.1:{port}/one")).await,
+                "/one"
+            );
             // Wait until only the connection task is left: the connection
             // is back in the pool.
             while exec.live.load(Ordering::SeqCst) > 1 {
                 ended_rx.next().await.unwrap();
             }
             assert_eq!(exec.live.load(Ordering::SeqCst), 1, "one connection task");
-            assert_eq!(get(&client, format!("http://127.0.0.1:{port}/two")).await, "/two");
-            assert_eq!(accepts.load(Ordering::SeqCst), 1, "the second request reused the connection");
+            assert_eq!(
+                get(&client, format!("http://127.0.0.1:{port}/two")).await,
+                "/two"
+            );
+            assert_eq!(
+                accepts.load(Ordering::SeqCst),
+                1,
+                "the second request reused the connection"
+            );
         })
         .await
         .unwrap();
@@ -128,10 +138,9 @@ fn a_host_name_is_resolved_and_the_connection_pooled() {
     rt().block_on(async {
         timeout(GUARD, async {
             let (port, accepts) = server().await;
-            let client: Client<Connector, Empty<Bytes>> =
-                Client::builder(numa_rt::hyper::Executor)
-                    .pool_timer(numa_rt::hyper::Timer)
-                    .build(Connector::new());
+            let client: Client<Connector, Empty<Bytes>> = Client::builder(numa_rt::hyper::Executor)
+                .pool_timer(numa_rt::hyper::Timer)
+                .build(Connector::new());
             let url = format!("http://localhost:{port}/by-name");
             assert_eq!(get(&client, url).await, "/by-name");
             assert_eq!(accepts.load(Ordering::SeqCst), 1);

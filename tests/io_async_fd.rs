@@ -70,7 +70,6 @@ async fn drain_initial_read_readiness<T: AsRawFd>(
         if let Ok(r) = guard.try_io(|f| read(f.get_ref())) {
             panic!("nothing was written yet, but the read gave {r:?}");
         }
-        drop(guard);
         if futures::poll!(pin!(fd.readable())).is_pending() {
             return;
         }
@@ -135,7 +134,10 @@ fn a_task_waiting_on_an_eventfd_is_woken_by_another_task() {
                     })
                     .await
                     .unwrap();
-                    guard.try_io(|f| eventfd_read(f.get_ref())).unwrap().unwrap()
+                    guard
+                        .try_io(|f| eventfd_read(f.get_ref()))
+                        .unwrap()
+                        .unwrap()
                 })
             };
             waiting_rx.await.unwrap();
@@ -163,7 +165,6 @@ fn mutable_guards_lend_the_object_and_clear_on_would_block() {
             // Now empty: the next try clears the readiness (once more if
             // the write's own edge was reported after the read).
             assert!(guard.try_io(|f| eventfd_read(f.get_ref())).is_err());
-            drop(guard);
             let mut settled = false;
             for _ in 0..1000 {
                 if futures::poll!(pin!(fd.readable_mut())).is_pending() {
@@ -173,7 +174,10 @@ fn mutable_guards_lend_the_object_and_clear_on_would_block() {
                 let mut guard = fd.readable_mut().await.unwrap();
                 assert!(guard.try_io(|f| eventfd_read(f.get_ref())).is_err());
             }
-            assert!(settled, "a WouldBlock inside try_io never cleared the readiness");
+            assert!(
+                settled,
+                "a WouldBlock inside try_io never cleared the readiness"
+            );
         })
         .await
         .unwrap();
@@ -187,9 +191,11 @@ fn a_socketpair_reports_both_directions() {
             let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
             a.set_nonblocking(true).unwrap();
             let fd = AsyncFd::new(a).unwrap();
-            let guard = fd.ready(Interest::READABLE | Interest::WRITABLE).await.unwrap();
+            let guard = fd
+                .ready(Interest::READABLE | Interest::WRITABLE)
+                .await
+                .unwrap();
             assert!(guard.ready().is_writable(), "{:?}", guard.ready());
-            drop(guard);
             let n = fd
                 .async_io(Interest::WRITABLE, |mut s| s.write(b"abc"))
                 .await

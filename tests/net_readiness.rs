@@ -5,9 +5,9 @@
 //! "Not ready" is observed by polling a wait once and seeing `Pending`;
 //! every body runs under a generous `timeout`.
 
-use std::io::{ErrorKind, IoSlice, IoSliceMut, Read, Write};
 use std::future::Future;
-use std::pin::{pin, Pin};
+use std::io::{ErrorKind, IoSlice, IoSliceMut, Read, Write};
+use std::pin::Pin;
 use std::time::Duration;
 
 use numa_rt::io::Interest;
@@ -163,7 +163,10 @@ fn ready_reports_the_directions_and_end_of_file() {
     rt().block_on(async {
         timeout(GUARD, async {
             let (s, mut peer) = tcp_pair().await;
-            let ready = s.ready(Interest::READABLE | Interest::WRITABLE).await.unwrap();
+            let ready = s
+                .ready(Interest::READABLE | Interest::WRITABLE)
+                .await
+                .unwrap();
             assert!(ready.is_writable(), "{ready:?}");
             peer.write_all(b"x").unwrap();
             drop(peer);
@@ -251,7 +254,10 @@ fn unix_streams_have_the_same_api() {
                 }
             };
             assert_eq!(&buf[..n], b"unix");
-            let r = a.ready(Interest::READABLE | Interest::WRITABLE).await.unwrap();
+            let r = a
+                .ready(Interest::READABLE | Interest::WRITABLE)
+                .await
+                .unwrap();
             assert!(r.is_writable());
         })
         .await

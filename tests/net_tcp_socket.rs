@@ -73,7 +73,11 @@ fn bind_before_connect_fixes_the_client_address() {
             let mut buf = [0; 4];
             c.read_exact(&mut buf).await.unwrap();
             assert_eq!(&buf, b"ping");
-            assert_eq!(server.await.unwrap(), client_addr, "the server saw the bound address");
+            assert_eq!(
+                server.await.unwrap(),
+                client_addr,
+                "the server saw the bound address"
+            );
         })
         .await
         .unwrap();
@@ -139,7 +143,10 @@ fn connect_to_a_closed_port_fails() {
             .local_addr()
             .unwrap();
         let socket = TcpSocket::new_v4().unwrap();
-        let e = timeout(GUARD, socket.connect(addr)).await.unwrap().unwrap_err();
+        let e = timeout(GUARD, socket.connect(addr))
+            .await
+            .unwrap()
+            .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::ConnectionRefused, "{e}");
     });
 }

@@ -1,38 +1,5 @@
-//! [`AsyncFd`]: readiness for any file descriptor (a pipe, an eventfd, a
-//! socket made by another library, a device), on the same per-P pollers as
-//! numa_rt's own sockets.
-//!
-//! `AsyncFd` does no I/O itself. A task waits for readiness
-//! ([`readable`](AsyncFd::readable), [`writable`](AsyncFd::writable),
-//! [`ready`](AsyncFd::ready)), gets a guard, and runs its nonblocking syscall
-//! inside [`try_io`](AsyncFdReadyGuard::try_io): when the syscall says
-//! `WouldBlock`, the guard forgets the readiness, so the next wait really
-//! waits for the poller. The descriptor must be in nonblocking mode.
-//!
-//! The fd is registered (edge-triggered) with the io poller of the P that
-//! creates the `AsyncFd` when it is created, so a descriptor the poller
-//! refuses (a regular file: `EPERM`) fails [`AsyncFd::new`] at once. It is
-//! deregistered when the `AsyncFd` drops or [`into_inner`](AsyncFd::into_inner)
-//! returns the object; the object (and so the descriptor) outlives the
-//! registration.
-//!
-//! Like every source, a new `AsyncFd` starts out assumed ready both ways:
-//! the first `readable()` returns at once and the first syscall decides.
-//!
-//! ```no_run
-//! # async fn f(fd: numa_rt_reactor::net::AsyncFd<std::os::unix::net::UnixStream>) -> std::io::Result<()> {
-//! use std::io::Read;
-//! let mut buf = [0; 1024];
-//! let n = loop {
-//!     let mut guard = fd.readable().await?;
-//!     match guard.try_io(|fd| fd.get_ref().read(&mut buf)) {
-//!         Ok(result) => break result?,
-//!         Err(_would_block) => continue,
-//!     }
-//! };
-//! # let _ = n; Ok(())
-//! # }
-//! ```
+//! [`AsyncFd`]: readiness for any file descriptor, on the same per-P
+//! pollers as numa_rt's own sockets (the guide is on the type).
 
 use std::fmt;
 use std::future::poll_fn;
@@ -44,8 +11,40 @@ use super::{Interest, Ready};
 use crate::driver::io::{Kind, ReadyEvent};
 use crate::driver::registration::PollEvented;
 
-/// Readiness events for a file descriptor owned by `T`; see the
-/// [module docs](self).
+/// Readiness events for a file descriptor owned by `T` (a pipe, an eventfd,
+/// a socket made by another library, a device).
+///
+/// `AsyncFd` does no I/O itself. A task waits for readiness
+/// ([`readable`](AsyncFd::readable), [`writable`](AsyncFd::writable),
+/// [`ready`](AsyncFd::ready)), gets a guard, and runs its nonblocking syscall
+/// inside [`try_io`](AsyncFdReadyGuard::try_io): when the syscall says
+/// `WouldBlock`, the guard forgets the readiness, so the next wait really
+/// waits for the poller. The descriptor must be in nonblocking mode.
+///
+/// The fd is registered (edge-triggered) with the io poller of the P that
+/// creates the `AsyncFd` when it is created, so a descriptor the poller
+/// refuses (a regular file: `EPERM`) fails [`AsyncFd::new`] at once. It is
+/// deregistered when the `AsyncFd` drops or [`into_inner`](AsyncFd::into_inner)
+/// returns the object; the object (and so the descriptor) outlives the
+/// registration.
+///
+/// Like every source, a new `AsyncFd` starts out assumed ready both ways:
+/// the first `readable()` returns at once and the first syscall decides.
+///
+/// ```no_run
+/// # async fn f(fd: numa_rt_reactor::net::AsyncFd<std::os::unix::net::UnixStream>) -> std::io::Result<()> {
+/// use std::io::Read;
+/// let mut buf = [0; 1024];
+/// let n = loop {
+///     let mut guard = fd.readable().await?;
+///     match guard.try_io(|fd| fd.get_ref().read(&mut buf)) {
+///         Ok(result) => break result?,
+///         Err(_would_block) => continue,
+///     }
+/// };
+/// # let _ = n; Ok(())
+/// # }
+/// ```
 pub struct AsyncFd<T: AsRawFd> {
     io: PollEvented<T>,
     interest: Interest,

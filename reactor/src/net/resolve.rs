@@ -52,7 +52,14 @@ pub type BlockingHook = fn(BlockingJob) -> Result<(), BlockingJob>;
 static HOOK: RwLock<Option<BlockingHook>> = RwLock::new(None);
 
 /// Installs `hook` as the way resolver jobs reach a blocking thread,
-/// replacing any earlier one. See the [module docs](self).
+/// replacing any earlier one.
+///
+/// The reactor sits below the executor and cannot call its blocking pool;
+/// the `numa_rt` facade installs a hook that hands each job to the current
+/// runtime's pool (`spawn_blocking`). Without a hook, or when the hook
+/// hands the job back, the job runs on a new thread named
+/// `numa_rt-resolve`. A test, or a program with a DNS thread of its own,
+/// can install another.
 ///
 /// A job that the hook drops without running fails its lookup with an error
 /// (it never hangs); a job that panics fails it the same way.
@@ -215,7 +222,7 @@ fn host_port(host: &str, port: u16) -> io::Result<Target> {
 /// resolver returns them.
 ///
 /// IP addresses come back at once; a name is looked up with `getaddrinfo`
-/// on a blocking thread (see the [module docs](self)), never on the worker,
+/// on a blocking thread (see [`set_blocking_hook`]), never on the worker,
 /// so other tasks of this processor run meanwhile. A name that does not
 /// resolve fails with an error that names it.
 ///
@@ -352,7 +359,6 @@ fn getaddrinfo(host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
 
 #[cfg(test)]
 mod tests {
-    use super::sealed::Sealed;
     use super::*;
 
     fn target(a: impl ToSocketAddrs) -> io::Result<Target> {
@@ -361,10 +367,7 @@ mod tests {
 
     #[test]
     fn ip_literals_parse_in_place() {
-        for (arg, want) in [
-            ("127.0.0.1:80", "127.0.0.1:80"),
-            ("[::1]:443", "[::1]:443"),
-        ] {
+        for (arg, want) in [("127.0.0.1:80", "127.0.0.1:80"), ("[::1]:443", "[::1]:443")] {
             match target(arg).unwrap() {
                 Target::Addrs(a) => assert_eq!(a, [want.parse::<SocketAddr>().unwrap()]),
                 t => panic!("{arg}: {t:?}"),

@@ -10,7 +10,9 @@ use std::task::{ready, Context, Poll};
 use mio::Interest;
 
 use super::split::split_owned;
-use super::{each_addr, readiness_impls, stream_impls, stream_try_impls, AcceptBackoff, ToSocketAddrs};
+use super::{
+    each_addr, readiness_impls, stream_impls, stream_try_impls, AcceptBackoff, ToSocketAddrs,
+};
 use crate::driver::io::{Direction, Kind};
 use crate::driver::registration::PollEvented;
 

@@ -152,9 +152,10 @@ impl TcpSocket {
 
     /// The bound address.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.inner.local_addr()?.as_socket().ok_or_else(|| {
-            io::Error::new(io::ErrorKind::InvalidInput, "not an IP socket address")
-        })
+        self.inner
+            .local_addr()?
+            .as_socket()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not an IP socket address"))
     }
 
     /// Takes the pending socket error (`SO_ERROR`).
