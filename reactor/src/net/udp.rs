@@ -76,11 +76,18 @@ impl UdpSocket {
         self.io.poll_io(cx, Direction::Read, |s| s.recv(buf))
     }
 
-    /// Sends to `target` (the first resolved address; a host name is
-    /// resolved off the worker, on every call: resolve once with
-    /// [`super::lookup_host`] when sending many datagrams).
+    /// Sends to `target`. A host name is resolved off the worker, on every
+    /// call (resolve once with [`super::lookup_host`] when sending many
+    /// datagrams); of its addresses, the first of this socket's family
+    /// (IPv4 or IPv6) is used, or the first one when none matches.
     pub async fn send_to(&self, buf: &[u8], target: impl ToSocketAddrs) -> io::Result<usize> {
-        let target = resolve(target).await?[0];
+        let addrs = resolve(target).await?;
+        let target = match addrs.as_slice() {
+            [one] => *one,
+            // Only names give several addresses: one getsockname here is
+            // nothing next to the lookup.
+            many => same_family_first(many, self.local_addr().map(|a| a.is_ipv6()).ok()),
+        };
         poll_fn(|cx| self.poll_send_to(cx, buf, target)).await
     }
 
@@ -184,5 +191,29 @@ impl AsRawFd for UdpSocket {
 impl AsFd for UdpSocket {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.io.get_ref().as_fd()
+    }
+}
+
+/// The first of `addrs` whose family is IPv6 when `v6` says so (IPv4 when
+/// not), or the first of all when none matches or the family is unknown.
+fn same_family_first(addrs: &[SocketAddr], v6: Option<bool>) -> SocketAddr {
+    *addrs
+        .iter()
+        .find(|a| Some(a.is_ipv6()) == v6)
+        .unwrap_or(&addrs[0])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn send_to_prefers_the_sockets_family() {
+        let v6: SocketAddr = "[::1]:9".parse().unwrap();
+        let v4: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        assert_eq!(same_family_first(&[v6, v4], Some(false)), v4);
+        assert_eq!(same_family_first(&[v6, v4], Some(true)), v6);
+        assert_eq!(same_family_first(&[v6], Some(false)), v6, "none matches");
+        assert_eq!(same_family_first(&[v6, v4], None), v6, "unknown family");
     }
 }
