@@ -7,6 +7,25 @@
 //!   run on the numa_rt runtime.
 //! - [`Timer`] implements `hyper::rt::Timer` with [`crate::time::Sleep`], for
 //!   hyper's header-read and keep-alive timeouts.
+//! - [`Connector`] is a tower `Service<Uri>` that opens numa_rt TCP
+//!   connections (names resolved off the workers, see
+//!   [`crate::net::lookup_host`]), so hyper-util's pooled client runs on
+//!   numa_rt:
+//!
+//! ```no_run
+//! # async fn f() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+//! use http_body_util::{BodyExt, Empty};
+//! use hyper::body::Bytes;
+//! use hyper_util::client::legacy::Client;
+//!
+//! let client: Client<_, Empty<Bytes>> = Client::builder(numa_rt::hyper::Executor)
+//!     .pool_timer(numa_rt::hyper::Timer)
+//!     .build(numa_rt::hyper::Connector::new());
+//! let res = client.get("http://localhost:3000/".parse()?).await?;
+//! let body = res.into_body().collect().await?.to_bytes();
+//! # drop(body); Ok(())
+//! # }
+//! ```
 //!
 //! ```ignore
 //! let listener = numa_rt::net::TcpListener::bind("127.0.0.1:3000").await?;
@@ -28,6 +47,10 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use futures_io::{AsyncRead, AsyncWrite};
+use hyper::Uri;
+use hyper_util::client::legacy::connect::{Connected, Connection};
+
+use crate::net::TcpStream;
 
 /// A futures-io stream seen as a hyper stream.
 #[derive(Debug)]
@@ -167,5 +190,158 @@ impl hyper::rt::Timer for Timer {
             Some(mut s) => Pin::new(&mut s.0).reset(new_deadline),
             None => *sleep = self.sleep_until(new_deadline),
         }
+    }
+}
+
+/// Opens plain-TCP connections for hyper-util's pooled client
+/// (`hyper_util::client::legacy::Client`): a tower `Service<Uri>` whose
+/// connections are [`Io`]`<`[`TcpStream`]`>`.
+///
+/// The host of the URI is resolved with [`crate::net::lookup_host`] (on the
+/// blocking pool; IP addresses need no lookup), and each address is tried in
+/// turn until one connects. Only `http` URIs are accepted unless
+/// [`enforce_http(false)`](Connector::enforce_http) is set, which is what a
+/// TLS connector wrapping this one needs (it then sees `https` URIs too,
+/// with port 443 by default).
+#[derive(Debug, Clone)]
+pub struct Connector {
+    enforce_http: bool,
+    nodelay: bool,
+    connect_timeout: Option<Duration>,
+}
+
+impl Default for Connector {
+    fn default() -> Connector {
+        Connector::new()
+    }
+}
+
+impl Connector {
+    /// A connector for `http` URIs, with `TCP_NODELAY` on (request and
+    /// response heads are small writes that Nagle's algorithm would delay)
+    /// and no connect timeout.
+    pub fn new() -> Connector {
+        crate::net::use_blocking_pool();
+        Connector {
+            enforce_http: true,
+            nodelay: true,
+            connect_timeout: None,
+        }
+    }
+
+    /// Whether URIs other than `http` are refused (default: true).
+    pub fn enforce_http(&mut self, on: bool) -> &mut Connector {
+        self.enforce_http = on;
+        self
+    }
+
+    /// Sets `TCP_NODELAY` on new connections (default: true).
+    pub fn set_nodelay(&mut self, on: bool) -> &mut Connector {
+        self.nodelay = on;
+        self
+    }
+
+    /// Gives up on an address after `timeout` and tries the next one
+    /// (`None`, the default, waits as long as the kernel does).
+    pub fn set_connect_timeout(&mut self, timeout: Option<Duration>) -> &mut Connector {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    async fn connect(self, uri: Uri) -> io::Result<Io<TcpStream>> {
+        let bad = |why: String| io::Error::new(io::ErrorKind::InvalidInput, why);
+        let default_port = match uri.scheme_str() {
+            Some("http") => 80,
+            Some("https") if !self.enforce_http => 443,
+            Some("https") => {
+                return Err(bad(format!(
+                    "numa_rt::hyper::Connector: {uri} is https; this connector speaks plain \
+                     TCP: wrap it in a TLS connector (with enforce_http(false))"
+                )))
+            }
+            Some(other) if self.enforce_http => {
+                return Err(bad(format!(
+                    "numa_rt::hyper::Connector: {uri}: scheme {other:?} is not http"
+                )))
+            }
+            Some(_) => 80,
+            None => {
+                return Err(bad(format!(
+                    "numa_rt::hyper::Connector: {uri} has no scheme"
+                )))
+            }
+        };
+        let host = uri
+            .host()
+            .ok_or_else(|| bad(format!("numa_rt::hyper::Connector: {uri} has no host")))?;
+        // IPv6 hosts come bracketed in URIs.
+        let host = host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host);
+        let port = uri.port_u16().unwrap_or(default_port);
+        let mut last = None;
+        for addr in crate::net::lookup_host((host, port)).await? {
+            let attempt = TcpStream::connect(addr);
+            let result = match self.connect_timeout {
+                None => attempt.await,
+                Some(d) => match crate::time::timeout(d, attempt).await {
+                    Ok(r) => r,
+                    Err(_) => Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!("connect to {addr} timed out after {d:?}"),
+                    )),
+                },
+            };
+            match result {
+                Ok(stream) => {
+                    stream.set_nodelay(self.nodelay)?;
+                    return Ok(Io::new(stream));
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        let e = last.unwrap_or_else(|| io::Error::other("no address to try"));
+        Err(io::Error::new(
+            e.kind(),
+            format!("connecting to {host}:{port}: {e}"),
+        ))
+    }
+}
+
+/// The future [`Connector`] returns.
+pub struct Connecting(Pin<Box<dyn Future<Output = io::Result<Io<TcpStream>>> + Send>>);
+
+impl Future for Connecting {
+    type Output = io::Result<Io<TcpStream>>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.0.as_mut().poll(cx)
+    }
+}
+
+impl std::fmt::Debug for Connecting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Connecting")
+    }
+}
+
+impl tower_service::Service<Uri> for Connector {
+    type Response = Io<TcpStream>;
+    type Error = io::Error;
+    type Future = Connecting;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, uri: Uri) -> Connecting {
+        Connecting(Box::pin(self.clone().connect(uri)))
+    }
+}
+
+impl Connection for Io<TcpStream> {
+    fn connected(&self) -> Connected {
+        Connected::new()
     }
 }

@@ -65,10 +65,15 @@ pub mod time {
     pub use numa_rt_reactor::time::*;
 }
 
-/// TCP, UDP and Unix sockets, registered with the poller of the processor
-/// that first polls them.
-pub mod net {
-    pub use numa_rt_reactor::net::*;
+pub mod net;
+
+/// Readiness for any file descriptor ([`AsyncFd`](io::AsyncFd)) and the
+/// readiness vocabulary shared with the sockets ([`Interest`](io::Interest),
+/// [`Ready`](io::Ready)).
+pub mod io {
+    pub use numa_rt_reactor::net::{
+        AsyncFd, AsyncFdReadyGuard, AsyncFdReadyMutGuard, Interest, Ready, TryIoError,
+    };
 }
 
 /// The cooperative budget (128 operations per task poll).

@@ -34,3 +34,31 @@ where
     });
     f()
 }
+
+/// Makes the current runtime's blocking pool the thread that resolves host
+/// names for the reactor's sockets (`numa_rt_reactor::net`'s blocking hook),
+/// unless a program installed its own hook first. Called by every
+/// `Builder::build`; idempotent.
+#[doc(hidden)]
+pub fn resolve_names_on_blocking_pool() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        numa_rt_reactor::net::set_blocking_hook_if_unset(blocking_pool_hook);
+    });
+}
+
+/// Runs a resolver job on the current runtime's blocking pool; hands it
+/// back (the reactor then starts a thread for it) outside a runtime.
+fn blocking_pool_hook(
+    job: numa_rt_reactor::net::BlockingJob,
+) -> Result<(), numa_rt_reactor::net::BlockingJob> {
+    match crate::Handle::try_current() {
+        Ok(handle) => {
+            // Detached: the job reports through its own channel, and a job
+            // the pool drops (shutdown) fails its lookup instead of hanging.
+            drop(handle.spawn_blocking(job));
+            Ok(())
+        }
+        Err(_) => Err(job),
+    }
+}

@@ -294,6 +294,7 @@ impl Builder {
             deadlock,
         };
         let shared = Shared::build(config, topology, node_of_p, start_node)?;
+        crate::blocking::resolve_names_on_blocking_pool();
         Ok(Runtime::from_handle(Handle { shared }))
     }
 }

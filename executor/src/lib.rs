@@ -43,7 +43,7 @@ mod spawn;
 mod sysmon;
 pub mod task;
 
-pub use blocking::block_in_place;
+pub use blocking::{block_in_place, resolve_names_on_blocking_pool};
 pub use builder::{Builder, MAXPROCS_ENV};
 pub use histogram::HistogramConfig;
 pub use metrics::{

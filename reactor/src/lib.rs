@@ -50,5 +50,9 @@ mod tests {
         send_sync::<crate::net::UnixStream>();
         send_sync::<crate::net::UnixDatagram>();
         send_sync::<crate::net::OwnedWriteHalf<crate::net::TcpStream>>();
+        send_sync::<crate::net::TcpSocket>();
+        send_sync::<crate::net::AsyncFd<std::os::fd::OwnedFd>>();
+        send_sync::<crate::net::Interest>();
+        send_sync::<crate::net::Ready>();
     }
 }

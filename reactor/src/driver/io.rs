@@ -48,6 +48,13 @@ pub(crate) struct ReadyEvent {
     bits: usize,
 }
 
+impl ReadyEvent {
+    /// The readiness bits seen (`READABLE` .. `ERROR`), for the public `Ready`.
+    pub(crate) fn bits(&self) -> usize {
+        self.bits
+    }
+}
+
 /// Where a fired waker goes in the dispatch order (Vyukov's soft priorities).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -186,6 +193,14 @@ impl ScheduledIo {
             Some(r) => Poll::Ready(r),
             None => Poll::Pending,
         }
+    }
+
+    /// The readiness in `dir` right now, without storing a waker (`None`
+    /// when not ready): what the `try_*` operations check before their
+    /// syscall.
+    pub(crate) fn ready_now(&self, dir: Direction) -> Option<io::Result<ReadyEvent>> {
+        // Acquire pairs with the Release in `set_readiness`.
+        Self::check(self.readiness.load(Ordering::Acquire), dir)
     }
 
     /// Forgets the readiness `ev` reported (after `WouldBlock`), unless an

@@ -112,6 +112,18 @@ impl<S: AsRawFd> PollEvented<S> {
         &self.io
     }
 
+    /// The socket, mutably. The caller must not replace its descriptor: the
+    /// registration (and its deregistration on drop) names the original fd.
+    pub(crate) fn get_mut(&mut self) -> &mut S {
+        &mut self.io
+    }
+
+    /// Registers now rather than at first use (`AsyncFd::new` reports a
+    /// descriptor the poller refuses, such as a regular file, at once).
+    pub(crate) fn register_now(&self) -> io::Result<()> {
+        self.registration().map(drop)
+    }
+
     fn registration(&self) -> io::Result<&Registration> {
         if let Some(r) = self.reg.get() {
             return Ok(r);
@@ -134,6 +146,63 @@ impl<S: AsRawFd> PollEvented<S> {
     ) -> Poll<io::Result<ReadyEvent>> {
         ready!(coop::poll_proceed(cx));
         self.registration()?.poll_ready(cx, dir)
+    }
+
+    /// Waits until the socket is ready in at least one of the directions
+    /// asked for, returning what each of them reported (taking one unit of
+    /// coop budget). Both waker slots hold the task while it waits.
+    pub(crate) fn poll_ready_any(
+        &self,
+        cx: &mut Context<'_>,
+        read: bool,
+        write: bool,
+    ) -> Poll<io::Result<[Option<ReadyEvent>; 2]>> {
+        ready!(coop::poll_proceed(cx));
+        let reg = self.registration()?;
+        let mut out = [None, None];
+        for (i, dir) in [(read, Direction::Read), (write, Direction::Write)]
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, (on, d))| on.then_some((i, d)))
+        {
+            if let Poll::Ready(r) = reg.poll_ready(cx, dir) {
+                out[i] = Some(r?);
+            }
+        }
+        if out.iter().all(Option::is_none) {
+            return Poll::Pending;
+        }
+        Poll::Ready(Ok(out))
+    }
+
+    /// Runs `op` once if the socket is ready in one of the directions asked
+    /// for, without waiting: not ready gives `WouldBlock` with no syscall,
+    /// and `WouldBlock` from `op` forgets the readiness it was tried on.
+    pub(crate) fn try_io<R>(
+        &self,
+        read: bool,
+        write: bool,
+        op: impl FnOnce(&S) -> io::Result<R>,
+    ) -> io::Result<R> {
+        let reg = self.registration()?;
+        let mut evs = [None, None];
+        for (i, dir) in [(read, Direction::Read), (write, Direction::Write)]
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, (on, d))| on.then_some((i, d)))
+        {
+            evs[i] = reg.io.ready_now(dir).transpose()?;
+        }
+        if evs.iter().all(Option::is_none) {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let r = op(&self.io);
+        if matches!(&r, Err(e) if e.kind() == io::ErrorKind::WouldBlock) {
+            for ev in evs.into_iter().flatten() {
+                reg.io.clear_readiness(ev);
+            }
+        }
+        r
     }
 
     /// Forgets readiness after an operation returned `WouldBlock`.

@@ -1,4 +1,6 @@
-//! Async sockets: TCP, UDP and Unix-domain, on the per-P io pollers.
+//! Async sockets: TCP, UDP and Unix-domain, on the per-P io pollers, and
+//! the pieces around them: name resolution ([`lookup_host`]), a socket
+//! builder ([`TcpSocket`]), readiness for any descriptor ([`AsyncFd`]).
 //!
 //! Every type wraps a nonblocking mio socket and registers it lazily, the
 //! first time it is polled, with the io poller of the P that polls it (a
@@ -10,29 +12,47 @@
 //! (`poll_close` shuts the write half down), so any futures-io library works
 //! on them.
 //!
-//! Addresses are taken as [`std::net::ToSocketAddrs`]; resolving a host name
-//! through it blocks the calling thread (getaddrinfo). Pass IP addresses, or
-//! resolve on a blocking thread first, where that matters.
+//! Addresses are taken as this module's [`ToSocketAddrs`]: IP addresses are
+//! parsed in place, host names are resolved on a blocking thread, never on
+//! the worker (see [`lookup_host`] and the `resolve` module source for
+//! where that thread comes from).
+//!
+//! Besides the async operations, streams and datagram sockets have tokio's
+//! readiness API: `ready(Interest)`, `readable()`, `writable()`, and
+//! `try_read`/`try_write` (`try_send`/`try_recv` for datagrams), which never
+//! wait: without readiness they return `WouldBlock` without a syscall, and a
+//! `WouldBlock` from the syscall clears the readiness so the next wait waits.
 //!
 //! An accept that fails because the process or system ran out of file
 //! descriptors (`EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM`) does not return the
 //! error: the listener backs off for 10 ms and retries, so an accept loop
 //! neither spins nor dies while descriptors are exhausted.
 
+mod async_fd;
+mod ready;
+mod resolve;
 mod split;
 pub mod tcp;
+mod tcp_socket;
 mod udp;
 pub mod unix;
 mod unix_datagram;
 
 use std::io;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
+pub use self::async_fd::{AsyncFd, AsyncFdReadyGuard, AsyncFdReadyMutGuard, TryIoError};
+pub use self::ready::{Interest, Ready};
+pub use self::resolve::{
+    lookup_host, set_blocking_hook, set_blocking_hook_if_unset, BlockingHook, BlockingJob,
+    ToSocketAddrs,
+};
 pub use self::split::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, ReuniteError, WriteHalf};
 pub use self::tcp::{TcpListener, TcpStream};
+pub use self::tcp_socket::TcpSocket;
 pub use self::udp::UdpSocket;
 pub use self::unix::{UnixListener, UnixStream};
 pub use self::unix_datagram::UnixDatagram;
@@ -44,32 +64,22 @@ use crate::time::{sleep, Sleep};
 /// How long a listener waits before retrying after running out of descriptors.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
 
-/// Resolves `addr` (may block, see the module docs).
-fn resolve(addr: impl ToSocketAddrs) -> io::Result<Vec<SocketAddr>> {
-    let addrs: Vec<SocketAddr> = addr.to_socket_addrs()?.collect();
-    if addrs.is_empty() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "could not resolve to any address",
-        ));
-    }
-    Ok(addrs)
-}
+pub(crate) use self::resolve::resolve;
 
-/// Tries `f` on each address in turn, returning the first success or the
-/// last error.
-fn each_addr<T>(
+/// Tries `f` on each resolved address in turn, returning the first success
+/// or the last error.
+async fn each_addr<T>(
     addr: impl ToSocketAddrs,
     mut f: impl FnMut(SocketAddr) -> io::Result<T>,
 ) -> io::Result<T> {
     let mut last = None;
-    for a in resolve(addr)? {
+    for a in resolve(addr).await? {
         match f(a) {
             Ok(v) => return Ok(v),
             Err(e) => last = Some(e),
         }
     }
-    Err(last.expect("resolve returns at least one address"))
+    Err(last.unwrap_or_else(|| io::Error::other("no address to try")))
 }
 
 /// Whether an accept error means descriptors (or kernel memory) ran out.
@@ -240,7 +250,113 @@ macro_rules! futures_io_impls {
         }
     };
 }
-pub(crate) use {futures_io_impls, stream_impls};
+/// tokio's readiness API for a type whose field `io` is a `PollEvented`:
+/// `ready`, `readable`, `writable`, `poll_read_ready`, `poll_write_ready`,
+/// `try_io`.
+macro_rules! readiness_impls {
+    ($ty:ty) => {
+        impl $ty {
+            /// Waits until the socket is ready in at least one direction of
+            /// `interest` and says which. Readiness can be spurious: the
+            /// operation that follows may still return `WouldBlock`.
+            pub async fn ready(
+                &self,
+                interest: $crate::net::Interest,
+            ) -> std::io::Result<$crate::net::Ready> {
+                let evs = std::future::poll_fn(|cx| {
+                    self.io
+                        .poll_ready_any(cx, interest.is_readable(), interest.is_writable())
+                })
+                .await?;
+                Ok($crate::net::Ready::from_events(&evs))
+            }
+
+            /// Waits until a read may not block (then use a `try_` read).
+            pub async fn readable(&self) -> std::io::Result<()> {
+                self.ready($crate::net::Interest::READABLE).await.map(drop)
+            }
+
+            /// Waits until a write may not block (then use a `try_` write).
+            pub async fn writable(&self) -> std::io::Result<()> {
+                self.ready($crate::net::Interest::WRITABLE).await.map(drop)
+            }
+
+            /// Polls for read readiness; a stored waker is woken by the next
+            /// read event.
+            pub fn poll_read_ready(
+                &self,
+                cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                self.io
+                    .poll_ready(cx, $crate::driver::io::Direction::Read)
+                    .map_ok(drop)
+            }
+
+            /// Polls for write readiness.
+            pub fn poll_write_ready(
+                &self,
+                cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                self.io
+                    .poll_ready(cx, $crate::driver::io::Direction::Write)
+                    .map_ok(drop)
+            }
+
+            /// Runs `f` (a nonblocking syscall on this socket's fd) if the
+            /// socket is ready for `interest`; `WouldBlock` from `f` clears
+            /// that readiness. Without readiness, `WouldBlock` at once.
+            pub fn try_io<R>(
+                &self,
+                interest: $crate::net::Interest,
+                f: impl FnOnce() -> std::io::Result<R>,
+            ) -> std::io::Result<R> {
+                self.io
+                    .try_io(interest.is_readable(), interest.is_writable(), |_| f())
+            }
+        }
+    };
+}
+
+/// `try_read`, `try_write` and their vectored forms, for a stream type.
+macro_rules! stream_try_impls {
+    ($ty:ty) => {
+        impl $ty {
+            /// Reads what is there without waiting: `WouldBlock` when
+            /// nothing is (the readiness is then cleared), `Ok(0)` at end of
+            /// file.
+            pub fn try_read(&self, buf: &mut [u8]) -> std::io::Result<usize> {
+                use std::io::Read;
+                self.io.try_io(true, false, |mut s| s.read(buf))
+            }
+
+            /// [`try_read`](Self::try_read) into several buffers (`readv`).
+            pub fn try_read_vectored(
+                &self,
+                bufs: &mut [std::io::IoSliceMut<'_>],
+            ) -> std::io::Result<usize> {
+                use std::io::Read;
+                self.io.try_io(true, false, |mut s| s.read_vectored(bufs))
+            }
+
+            /// Writes what fits without waiting: `WouldBlock` when the send
+            /// buffer is full (the readiness is then cleared).
+            pub fn try_write(&self, buf: &[u8]) -> std::io::Result<usize> {
+                use std::io::Write;
+                self.io.try_io(false, true, |mut s| s.write(buf))
+            }
+
+            /// [`try_write`](Self::try_write) from several buffers (`writev`).
+            pub fn try_write_vectored(
+                &self,
+                bufs: &[std::io::IoSlice<'_>],
+            ) -> std::io::Result<usize> {
+                use std::io::Write;
+                self.io.try_io(false, true, |mut s| s.write_vectored(bufs))
+            }
+        }
+    };
+}
+pub(crate) use {futures_io_impls, readiness_impls, stream_impls, stream_try_impls};
 
 impl<T: StreamOps + ?Sized> StreamOps for &T {
     fn poll_read_priv(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {

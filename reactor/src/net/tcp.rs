@@ -2,7 +2,7 @@
 
 use std::future::poll_fn;
 use std::io;
-use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
+use std::net::{Shutdown, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
@@ -10,7 +10,9 @@ use std::task::{ready, Context, Poll};
 use mio::Interest;
 
 use super::split::split_owned;
-use super::{each_addr, stream_impls, AcceptBackoff};
+use super::{
+    each_addr, readiness_impls, stream_impls, stream_try_impls, AcceptBackoff, ToSocketAddrs,
+};
 use crate::driver::io::{Direction, Kind};
 use crate::driver::registration::PollEvented;
 
@@ -40,9 +42,10 @@ impl TcpListener {
         each_addr(addr, |a| {
             mio::net::TcpListener::bind(a).map(TcpListener::new)
         })
+        .await
     }
 
-    fn new(l: mio::net::TcpListener) -> TcpListener {
+    pub(crate) fn new(l: mio::net::TcpListener) -> TcpListener {
         TcpListener {
             io: PollEvented::new(l, Interest::READABLE, Kind::Listener),
             backoff: AcceptBackoff::default(),
@@ -107,22 +110,28 @@ pub struct TcpStream {
 }
 
 impl TcpStream {
-    /// Connects to `addr`, trying each resolved address in turn.
+    /// Connects to `addr`, trying each resolved address in turn. A host
+    /// name is resolved off the worker (see [`super::lookup_host`]).
     pub async fn connect(addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
         let mut last = None;
-        for a in super::resolve(addr)? {
+        for a in super::resolve(addr).await? {
             match TcpStream::connect_addr(a).await {
                 Ok(s) => return Ok(s),
                 Err(e) => last = Some(e),
             }
         }
-        Err(last.expect("resolve returns at least one address"))
+        Err(last.unwrap_or_else(|| io::Error::other("no address to try")))
     }
 
     /// A nonblocking connect, then: wait for writability and check
     /// `SO_ERROR` and the peer address.
     async fn connect_addr(addr: SocketAddr) -> io::Result<TcpStream> {
-        let s = TcpStream::new(mio::net::TcpStream::connect(addr)?);
+        TcpStream::connecting(mio::net::TcpStream::connect(addr)?).await
+    }
+
+    /// Waits for the connect in progress on `s` to finish.
+    pub(crate) async fn connecting(s: mio::net::TcpStream) -> io::Result<TcpStream> {
+        let s = TcpStream::new(s);
         poll_fn(|cx| s.poll_connected(cx)).await?;
         Ok(s)
     }
@@ -189,14 +198,35 @@ impl TcpStream {
         self.io.get_ref().ttl()
     }
 
+    /// Sets `SO_LINGER`: `Some(d)` makes close wait up to `d` for unsent
+    /// data (`Some(0)` resets the connection on close); `None` is the default.
+    pub fn set_linger(&self, linger: Option<std::time::Duration>) -> io::Result<()> {
+        socket2::SockRef::from(self.io.get_ref()).set_linger(linger)
+    }
+
+    /// Gets `SO_LINGER`.
+    pub fn linger(&self) -> io::Result<Option<std::time::Duration>> {
+        socket2::SockRef::from(self.io.get_ref()).linger()
+    }
+
     /// Shuts down the read, write or both directions.
     pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
         self.io.get_ref().shutdown(how)
     }
 
-    /// Receives data without removing it from the queue.
+    /// Receives data without removing it from the queue (waits for some).
     pub async fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
-        poll_fn(|cx| self.io.poll_io(cx, Direction::Read, |s| s.peek(buf))).await
+        poll_fn(|cx| self.poll_peek(cx, buf)).await
+    }
+
+    /// Polls [`peek`](Self::peek).
+    pub fn poll_peek(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        self.io.poll_io(cx, Direction::Read, |s| s.peek(buf))
+    }
+
+    /// Takes the pending socket error (`SO_ERROR`).
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        self.io.get_ref().take_error()
     }
 
     /// Borrowed read and write halves, usable concurrently in one task.
@@ -212,6 +242,8 @@ impl TcpStream {
 }
 
 stream_impls!(TcpStream);
+readiness_impls!(TcpStream);
+stream_try_impls!(TcpStream);
 
 /// The owned read half of a [`TcpStream`] (from [`TcpStream::into_split`]).
 pub type OwnedReadHalf = super::OwnedReadHalf<TcpStream>;

@@ -12,7 +12,7 @@ use std::task::{ready, Context, Poll};
 use mio::Interest;
 
 use super::split::split_owned;
-use super::{stream_impls, AcceptBackoff};
+use super::{readiness_impls, stream_impls, stream_try_impls, AcceptBackoff};
 use crate::driver::io::{Direction, Kind};
 use crate::driver::registration::PollEvented;
 
@@ -157,6 +157,8 @@ impl UnixStream {
 }
 
 stream_impls!(UnixStream);
+readiness_impls!(UnixStream);
+stream_try_impls!(UnixStream);
 
 /// The owned read half of a [`UnixStream`] (from [`UnixStream::into_split`]).
 pub type OwnedReadHalf = super::OwnedReadHalf<UnixStream>;

@@ -57,6 +57,18 @@ impl UnixDatagram {
         self.io.get_ref().connect(path)
     }
 
+    /// Sends to the connected peer without waiting (`WouldBlock` when the
+    /// socket is not writable; the readiness is then cleared).
+    pub fn try_send(&self, buf: &[u8]) -> io::Result<usize> {
+        self.io.try_io(false, true, |s| s.send(buf))
+    }
+
+    /// Receives from the connected peer without waiting (`WouldBlock` when
+    /// no datagram is queued; the readiness is then cleared).
+    pub fn try_recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.io.try_io(true, false, |s| s.recv(buf))
+    }
+
     /// Sends to the connected peer.
     pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
         poll_fn(|cx| self.io.poll_io(cx, Direction::Write, |s| s.send(buf))).await
@@ -102,6 +114,8 @@ impl UnixDatagram {
         self.io.get_ref().take_error()
     }
 }
+
+super::readiness_impls!(UnixDatagram);
 
 impl AsRawFd for UnixDatagram {
     fn as_raw_fd(&self) -> RawFd {
