@@ -35,14 +35,16 @@
 //! The design is written down in `docs/architecture.md`.
 
 pub use numa_rt_executor::{
-    block_in_place, spawn, spawn_blocking, spawn_local, Builder, EnterGuard, Handle, JoinError,
-    JoinHandle, Runtime, TryCurrentError, MAXPROCS_ENV,
+    block_in_place, spawn, spawn_blocking, spawn_local, AbortHandle, Builder, EnterGuard, Handle,
+    JoinError, JoinHandle, JoinSet, Runtime, TryCurrentError, MAXPROCS_ENV,
 };
 pub use numa_rt_macros::{main, test};
 
-/// Tasks: handles, errors, yielding.
+/// Tasks: handles, sets, ids, errors, yielding.
 pub mod task {
-    pub use numa_rt_executor::task::{yield_now, Id, JoinError, JoinHandle};
+    pub use numa_rt_executor::task::{
+        id, try_id, yield_now, AbortHandle, Id, JoinError, JoinHandle, JoinSet,
+    };
     pub use numa_rt_executor::{spawn, spawn_blocking, spawn_local};
 }
 

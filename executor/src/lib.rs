@@ -47,4 +47,4 @@ pub use metrics::{NodeMetrics, ProcMetrics, RuntimeMetrics};
 pub use runtime::{Handle, Runtime, TryCurrentError};
 pub use scheduler::context::EnterGuard;
 pub use spawn::{spawn, spawn_blocking, spawn_local};
-pub use task::{JoinError, JoinHandle};
+pub use task::{AbortHandle, JoinError, JoinHandle, JoinSet};
