@@ -218,8 +218,9 @@ struct ForwardWaker {
 }
 
 impl ForwardWaker {
-    /// Records the caller's waker (in the caller's poll: a panicking
-    /// `clone` or `drop` unwinds into the caller, not into async-task).
+    /// Records the caller's waker. Runs in the caller's poll: a panicking
+    /// `clone` unwinds into the caller (not into async-task); the drop of
+    /// the waker it replaces is contained like every other.
     fn set(&self, waker: &Waker) {
         let mut target = self.target.lock().unwrap_or_else(|e| e.into_inner());
         if target.as_ref().is_some_and(|t| t.will_wake(waker)) {
@@ -227,7 +228,11 @@ impl ForwardWaker {
         }
         let old = target.replace(waker.clone());
         drop(target);
-        drop(old);
+        if let Some(old) = old {
+            if let Err(p) = contain(move || drop(old)) {
+                drop_payload(p);
+            }
+        }
     }
 }
 
