@@ -96,7 +96,12 @@ fn poll_with<F: Future + Unpin>(f: &mut F, w: &Waker) -> Poll<F::Output> {
 }
 
 /// A task that finishes when the returned sender fires.
-fn gated(rt: &Runtime) -> (numa_rt_executor::JoinHandle<u32>, futures::channel::oneshot::Sender<()>) {
+fn gated(
+    rt: &Runtime,
+) -> (
+    numa_rt_executor::JoinHandle<u32>,
+    futures::channel::oneshot::Sender<()>,
+) {
     let (tx, rx) = futures::channel::oneshot::channel::<()>();
     let h = rt.spawn(async move {
         rx.await.unwrap();
@@ -127,7 +132,10 @@ fn child() {
             // The task finishes on a worker, which wakes the awaiter.
             tx.send(()).unwrap();
             wait_finished(&h);
-            assert!(matches!(poll_with(&mut h, Waker::noop()), Poll::Ready(Ok(7))));
+            assert!(matches!(
+                poll_with(&mut h, Waker::noop()),
+                Poll::Ready(Ok(7))
+            ));
             // Forgotten: dropping it here would panic in this thread, which
             // is this test's own business, not the runtime's.
             std::mem::forget(w);
@@ -188,7 +196,10 @@ fn child() {
 #[test]
 fn a_join_handle_waker_that_panics_in_wake() {
     let stderr = run_child("wake");
-    assert!(stderr.contains("waker wake boom"), "the waker was never woken:\n{stderr}");
+    assert!(
+        stderr.contains("waker wake boom"),
+        "the waker was never woken:\n{stderr}"
+    );
 }
 
 #[test]
@@ -199,7 +210,10 @@ fn a_join_handle_waker_that_panics_in_clone() {
 #[test]
 fn a_join_handle_waker_that_panics_in_drop() {
     let stderr = run_child("drop");
-    assert!(stderr.contains("waker drop boom"), "the waker was never dropped:\n{stderr}");
+    assert!(
+        stderr.contains("waker drop boom"),
+        "the waker was never dropped:\n{stderr}"
+    );
 }
 
 #[test]
@@ -211,5 +225,8 @@ fn a_replaced_join_handle_waker_that_panics_in_drop() {
 #[test]
 fn a_join_set_waiter_that_panics_in_wake() {
     let stderr = run_child("joinset_wake");
-    assert!(stderr.contains("waker wake boom"), "the waiter was never woken:\n{stderr}");
+    assert!(
+        stderr.contains("waker wake boom"),
+        "the waiter was never woken:\n{stderr}"
+    );
 }

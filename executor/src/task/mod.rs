@@ -275,6 +275,51 @@ mod tests {
         assert_eq!(meta.location().line(), here.line() + 1);
     }
 
+    /// The `#[track_caller]` chain reaches the user's call for every way
+    /// to spawn.
+    #[test]
+    fn spawn_functions_record_their_callers_location() {
+        fn check(loc: Option<&'static Location<'static>>, line: u32) {
+            let loc = loc.expect("a live task has a location");
+            assert_eq!((loc.file(), loc.line()), (file!(), line));
+        }
+        let rt = crate::Builder::new().max_procs(1).build().unwrap();
+        let h = rt.spawn(async {});
+        check(h.location(), line!() - 1);
+        let h2 = rt.handle().spawn_blocking(|| ());
+        check(h2.location(), line!() - 1);
+        let h3 = rt.handle().spawn_on(0, async {});
+        check(h3.location(), line!() - 1);
+        rt.block_on(async {
+            let a = crate::spawn(async {});
+            let a_line = line!() - 1;
+            check(a.location(), a_line);
+            let b = crate::spawn_local(async {});
+            check(b.location(), line!() - 1);
+            let c = crate::spawn_blocking(|| ());
+            check(c.location(), line!() - 1);
+            let d = crate::numa::spawn_on(0, async {});
+            check(d.location(), line!() - 1);
+            let mut set = JoinSet::new();
+            let e = set.spawn(async {});
+            check(e.location(), line!() - 1);
+            let f = set.spawn_local(async {});
+            check(f.location(), line!() - 1);
+            let g = set.spawn_blocking(|| ());
+            check(g.location(), line!() - 1);
+            let i = set.spawn_on(0, async {});
+            check(i.location(), line!() - 1);
+            check(a.abort_handle().location(), a_line);
+            for t in [a, b, c, d] {
+                t.await.unwrap();
+            }
+            set.shutdown().await;
+        });
+        for t in [h, h2, h3] {
+            rt.block_on(t).unwrap();
+        }
+    }
+
     #[test]
     fn meta_is_two_words() {
         assert_eq!(
