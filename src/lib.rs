@@ -40,7 +40,32 @@ pub use numa_rt_executor::{
 };
 pub use numa_rt_macros::{main, test};
 
-/// Tasks: handles, sets, ids, errors, yielding.
+/// Tasks: handles, sets, ids, errors, yielding (tokio's `task` API).
+///
+/// ```
+/// use numa_rt::task::{self, JoinSet};
+///
+/// #[numa_rt::main(max_procs = 2)]
+/// async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+///     let mut set = JoinSet::new();
+///     for i in 0..10u64 {
+///         set.spawn(async move { (task::id(), i * i) });
+///     }
+///     let mut sum = 0;
+///     while let Some(res) = set.join_next().await {
+///         let (_id, sq) = res?; // JoinError: Error + Send + Sync
+///         sum += sq;
+///     }
+///     assert_eq!(sum, 285);
+///
+///     let h = numa_rt::spawn(std::future::pending::<()>());
+///     let abort = h.abort_handle(); // Send + Sync + Clone
+///     abort.abort();
+///     // Resolves after the task's future has been dropped.
+///     assert!(h.await.unwrap_err().is_cancelled());
+///     Ok(())
+/// }
+/// ```
 pub mod task {
     pub use numa_rt_executor::task::{
         id, try_id, yield_now, AbortHandle, Id, JoinError, JoinHandle, JoinSet,

@@ -109,12 +109,14 @@ impl<T> JoinHandle<T> {
     /// [`JoinError`] — after the drop. No effect on a finished task (its
     /// output is kept), nor on a `spawn_blocking` closure already running.
     pub fn abort(&self) {
-        if self.task.is_some() {
-            // SAFETY (both): `task` keeps the allocation alive.
-            if unsafe { self.raw.meta() }.set_aborted() {
-                // SAFETY: as above.
-                unsafe { self.raw.with_waker(Waker::wake_by_ref) };
-            }
+        if self.task.is_none() {
+            return;
+        }
+        // SAFETY: `task` keeps the allocation alive.
+        let meta = unsafe { self.raw.meta() };
+        if meta.set_aborted() {
+            // SAFETY: as above.
+            unsafe { self.raw.with_waker(Waker::wake_by_ref) };
         }
     }
 
