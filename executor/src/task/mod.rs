@@ -1,7 +1,7 @@
 //! Tasks (Go's G): futures wrapped by async-task.
 //!
 //! A task is one allocation made by async-task: its header (state, refcount,
-//! vtable, awaiter), our [`TaskMeta`] (the id and the spawn location, two
+//! vtable, awaiter), our `TaskMeta` (the id and the spawn location, two
 //! words), the schedule function (an `Arc` to the runtime, or to the pinned
 //! queue of a local task) and the future. Vyukov asked for "about 6 words"
 //! per G; the header plus metadata plus schedule function is six.
@@ -13,7 +13,7 @@
 //!
 //! # The harness
 //!
-//! Every future is wrapped in a [`Harness`](harness) before async-task sees
+//! Every future is wrapped in a `Harness` (harness.rs) before async-task sees
 //! it. async-task aborts the process when a destructor panics inside it (the
 //! future's, the output's) or when the awaiter's waker panics; the harness
 //! and the handles make sure it never meets one:
@@ -32,7 +32,7 @@
 //! # Aborting
 //!
 //! [`JoinHandle::abort`] and [`AbortHandle::abort`] set a flag in the task's
-//! [`TaskMeta`] and wake the task. Its next poll (at once if it was idle,
+//! `TaskMeta` and wake the task. Its next poll (at once if it was idle,
 //! after the poll in progress if it was running) drops the future instead of
 //! polling it, then completes with a cancelled [`JoinError`]: whoever awaits
 //! the handle therefore resumes only after the future is gone (tokio's order).
