@@ -11,6 +11,7 @@ use numa_rt_executor::Runtime;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
 const CASE_ENV: &str = "NUMA_RT_TEST_JOIN_WAKER_PANIC_CASE";
@@ -41,23 +42,31 @@ fn clone(data: *const ()) -> RawWaker {
     RawWaker::new(data, &VTABLE)
 }
 
+/// Counts the panicking wakes and drops, so a child can wait for one.
+static PANICS: AtomicUsize = AtomicUsize::new(0);
+
+fn boom(msg: &str) -> ! {
+    PANICS.fetch_add(1, SeqCst);
+    panic!("{msg}")
+}
+
 fn wake(data: *const ()) {
     match mode(data) {
-        Mode::Wake => panic!("waker wake boom"),
-        Mode::Drop => panic!("waker drop boom"), // waking by value drops it
+        Mode::Wake => boom("waker wake boom"),
+        Mode::Drop => boom("waker drop boom"), // waking by value drops it
         Mode::Clone => {}
     }
 }
 
 fn wake_by_ref(data: *const ()) {
     if mode(data) == Mode::Wake {
-        panic!("waker wake boom");
+        boom("waker wake boom");
     }
 }
 
 fn drop_waker(data: *const ()) {
     if mode(data) == Mode::Drop {
-        panic!("waker drop boom");
+        boom("waker drop boom");
     }
 }
 
@@ -110,10 +119,14 @@ fn gated(
     (h, tx)
 }
 
-fn wait_finished(h: &numa_rt_executor::JoinHandle<u32>) {
+/// Waits until the worker that finished the task has called the waker.
+fn wait_for_a_panic() {
     let deadline = std::time::Instant::now() + HANG;
-    while !h.is_finished() {
-        assert!(std::time::Instant::now() < deadline, "task never finished");
+    while PANICS.load(SeqCst) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the waker was never called"
+        );
         std::thread::yield_now();
     }
 }
@@ -131,7 +144,7 @@ fn child() {
             assert!(poll_with(&mut h, &w).is_pending());
             // The task finishes on a worker, which wakes the awaiter.
             tx.send(()).unwrap();
-            wait_finished(&h);
+            wait_for_a_panic();
             assert!(matches!(
                 poll_with(&mut h, Waker::noop()),
                 Poll::Ready(Ok(7))
@@ -176,6 +189,7 @@ fn child() {
                 .poll_join_next(&mut Context::from_waker(&w))
                 .is_pending());
             tx.send(()).unwrap();
+            wait_for_a_panic();
             let deadline = std::time::Instant::now() + HANG;
             let out = loop {
                 if let Some(r) = set.try_join_next() {
