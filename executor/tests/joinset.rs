@@ -8,6 +8,15 @@ use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{mpsc, Arc};
 
 #[test]
+fn sets_and_handles_of_send_outputs_are_send_and_sync() {
+    fn assert_traits<T: Send + Sync + 'static>() {}
+    assert_traits::<JoinSet<u32>>();
+    assert_traits::<numa_rt_executor::JoinHandle<u32>>();
+    assert_traits::<numa_rt_executor::task::AbortHandle>();
+    assert_traits::<numa_rt_executor::task::Id>();
+}
+
+#[test]
 fn join_next_returns_every_result_then_none() {
     let rt = rt(2);
     rt.block_on(async {
