@@ -7,7 +7,7 @@
 //! one plain load (the abort flag) and the `catch_unwind` that was there
 //! before (free unless something panics).
 
-use super::{Id, JoinError, Panic, TaskMeta};
+use super::{Id, JoinError, Panic, TaskMeta, ABORTED, FINISHED};
 use std::cell::Cell;
 use std::future::Future;
 use std::mem::ManuallyDrop;
@@ -170,10 +170,10 @@ pub(crate) struct Harness<F> {
     /// holds this future: valid for as long as the future lives (async-task
     /// drops the future before the header).
     meta: NonNull<TaskMeta>,
-    /// Set just before `future` is dropped (so a destructor that panics
-    /// half-way is never run again).
-    dropped: bool,
     /// Dropped in place by `drop_future`, never moved (structural pinning).
+    /// Alive until the `FINISHED` flag of `meta` is set (by `drop_future`,
+    /// right after the drop, also when the drop panicked), which saves a
+    /// flag of its own (a word per task).
     future: ManuallyDrop<F>,
 }
 
@@ -185,7 +185,6 @@ impl<F> Harness<F> {
     pub(crate) fn new(future: F, meta: &TaskMeta) -> Self {
         Harness {
             meta: NonNull::from(meta),
-            dropped: false,
             future: ManuallyDrop::new(future),
         }
     }
@@ -195,17 +194,25 @@ impl<F> Harness<F> {
         unsafe { self.meta.as_ref() }
     }
 
-    /// Drops the future in place, once, containing a panic of its drop.
+    /// Whether the future is gone (see `future`). Only this task's poll or
+    /// drop sets the flag, on this thread, so a plain load sees it.
+    fn is_dropped(&self) -> bool {
+        self.meta().flags() & FINISHED != 0
+    }
+
+    /// Drops the future in place, once, containing a panic of its drop;
+    /// then marks the task finished.
     fn drop_future(&mut self) -> Result<(), Panic> {
-        if self.dropped {
+        if self.is_dropped() {
             return Ok(());
         }
-        self.dropped = true;
         let future = &mut self.future;
-        // SAFETY: `dropped` was false, so the future is alive; it is never
-        // used again (`dropped` is now true), and dropping in place keeps
-        // the pinning promise.
-        contain(|| unsafe { ManuallyDrop::drop(future) })
+        // SAFETY: the future is alive (not yet marked finished) and is never
+        // used again (marked finished below, whatever the drop does short of
+        // aborting); dropping in place keeps the pinning promise.
+        let result = contain(|| unsafe { ManuallyDrop::drop(future) });
+        self.meta().set_finished();
+        result
     }
 }
 
@@ -222,17 +229,18 @@ impl<F: Future> Future for Harness<F> {
             waker: cx.waker(),
         };
         let _enter = Enter::new(&current);
-        if this.dropped {
+        let flags = this.meta().flags();
+        if flags & FINISHED != 0 {
             // async-task never polls a finished task; be total anyway.
             return Poll::Ready(Output::new(id, Err(Failure::Cancelled)));
         }
-        let result = if this.meta().is_aborted() {
+        let result = if flags & ABORTED != 0 {
             match this.drop_future() {
                 Ok(()) => Err(Failure::Cancelled),
                 Err(p) => Err(Failure::DropPanicked(p)),
             }
         } else {
-            // SAFETY: the future is alive (`dropped` is false) and pinned:
+            // SAFETY: the future is alive (not finished) and pinned:
             // it lives in async-task's allocation and is never moved.
             let future = unsafe { Pin::new_unchecked(&mut *this.future) };
             match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
@@ -258,7 +266,6 @@ impl<F: Future> Future for Harness<F> {
                 }
             }
         };
-        this.meta().set_finished();
         Poll::Ready(Output::new(id, result))
     }
 }
@@ -268,7 +275,7 @@ impl<F> Drop for Harness<F> {
     /// task: at shutdown, when its `block_on` returns, or when the blocking
     /// pool stops with it queued. No handle can receive a panic from here.
     fn drop(&mut self) {
-        if self.dropped {
+        if self.is_dropped() {
             return;
         }
         let id = self.meta().id;
@@ -285,6 +292,5 @@ impl<F> Drop for Harness<F> {
             );
             drop_payload(p);
         }
-        self.meta().set_finished();
     }
 }

@@ -13,8 +13,8 @@
 //!
 //! # The harness
 //!
-//! Every future is wrapped in a `Harness` (harness.rs) before async-task sees
-//! it. async-task aborts the process when a destructor panics inside it (the
+//! Every future is wrapped in a `Harness` (harness.rs; one word: a pointer
+//! to the task's `TaskMeta`) before async-task sees it. async-task aborts the process when a destructor panics inside it (the
 //! future's, the output's) or when the awaiter's waker panics; the harness
 //! and the handles make sure it never meets one:
 //!
@@ -123,9 +123,16 @@ impl TaskMeta {
         self.word.fetch_or(ABORTED, Relaxed) & FLAGS == 0
     }
 
-    /// Relaxed: see [`TaskMeta::set_aborted`].
-    pub(crate) fn is_aborted(&self) -> bool {
-        self.word.load(Relaxed) & ABORTED != 0
+    /// [`ABORTED`] and [`FINISHED`], read with one plain load per poll.
+    /// Relaxed: `ABORTED` as explained in [`TaskMeta::set_aborted`];
+    /// `FINISHED` is only written by the harness, on the thread reading it.
+    fn flags(&self) -> usize {
+        self.word.load(Relaxed) & FLAGS
+    }
+
+    #[cfg(test)]
+    fn is_aborted(&self) -> bool {
+        self.flags() & ABORTED != 0
     }
 
     /// Called by the harness after the future was dropped. A plain store
@@ -321,10 +328,16 @@ mod tests {
     }
 
     #[test]
-    fn meta_is_two_words() {
+    fn meta_is_two_words_and_the_harness_adds_one() {
+        let word = std::mem::size_of::<usize>();
+        assert_eq!(std::mem::size_of::<TaskMeta>(), 2 * word);
         assert_eq!(
-            std::mem::size_of::<TaskMeta>(),
-            2 * std::mem::size_of::<usize>()
+            std::mem::size_of::<Harness<std::future::Pending<()>>>(),
+            word
+        );
+        assert_eq!(
+            std::mem::size_of::<Harness<std::future::Ready<u64>>>(),
+            word + std::mem::size_of::<std::future::Ready<u64>>()
         );
     }
 }
