@@ -35,14 +35,41 @@
 //! The design is written down in `docs/architecture.md`.
 
 pub use numa_rt_executor::{
-    block_in_place, spawn, spawn_blocking, spawn_local, Builder, EnterGuard, Handle, JoinError,
-    JoinHandle, Runtime, TryCurrentError, MAXPROCS_ENV,
+    block_in_place, spawn, spawn_blocking, spawn_local, AbortHandle, Builder, EnterGuard, Handle,
+    JoinError, JoinHandle, JoinSet, Runtime, TryCurrentError, MAXPROCS_ENV,
 };
 pub use numa_rt_macros::{main, test};
 
-/// Tasks: handles, errors, yielding.
+/// Tasks: handles, sets, ids, errors, yielding (tokio's `task` API).
+///
+/// ```
+/// use numa_rt::task::{self, JoinSet};
+///
+/// #[numa_rt::main(max_procs = 2)]
+/// async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+///     let mut set = JoinSet::new();
+///     for i in 0..10u64 {
+///         set.spawn(async move { (task::id(), i * i) });
+///     }
+///     let mut sum = 0;
+///     while let Some(res) = set.join_next().await {
+///         let (_id, sq) = res?; // JoinError: Error + Send + Sync
+///         sum += sq;
+///     }
+///     assert_eq!(sum, 285);
+///
+///     let h = numa_rt::spawn(std::future::pending::<()>());
+///     let abort = h.abort_handle(); // Send + Sync + Clone
+///     abort.abort();
+///     // Resolves after the task's future has been dropped.
+///     assert!(h.await.unwrap_err().is_cancelled());
+///     Ok(())
+/// }
+/// ```
 pub mod task {
-    pub use numa_rt_executor::task::{yield_now, Id, JoinError, JoinHandle};
+    pub use numa_rt_executor::task::{
+        id, try_id, yield_now, AbortHandle, Id, JoinError, JoinHandle, JoinSet,
+    };
     pub use numa_rt_executor::{spawn, spawn_blocking, spawn_local};
 }
 

@@ -66,6 +66,7 @@ impl Runtime {
     }
 
     /// Spawns a task on the runtime.
+    #[track_caller]
     pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
@@ -75,6 +76,7 @@ impl Runtime {
     }
 
     /// Runs a blocking closure on the blocking pool.
+    #[track_caller]
     pub fn spawn_blocking<F, R>(&self, f: F) -> JoinHandle<R>
     where
         F: FnOnce() -> R + Send + 'static,
@@ -164,6 +166,7 @@ impl Handle {
     }
 
     /// Spawns a task; it may run on any processor.
+    #[track_caller]
     pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
@@ -173,6 +176,7 @@ impl Handle {
     }
 
     /// Runs a blocking closure on the blocking pool.
+    #[track_caller]
     pub fn spawn_blocking<F, R>(&self, f: F) -> JoinHandle<R>
     where
         F: FnOnce() -> R + Send + 'static,
@@ -238,9 +242,9 @@ impl Handle {
             // Acquire pairs with the Release store of whoever woke us.
             if notified.swap(false, Acquire) {
                 block_ons.polls.fetch_add(1, Relaxed);
-                if let Poll::Ready(v) =
+                if let Poll::Ready(v) = crate::task::enter_block_on(&waker, || {
                     numa_rt_reactor::coop::budget(|| future.as_mut().poll(&mut cx))
-                {
+                }) {
                     break v;
                 }
             }

@@ -9,7 +9,7 @@
 use super::context;
 use super::Shared;
 use crate::config::Config;
-use crate::task::{CatchUnwind, Id, JoinHandle, Runnable, TaskMeta};
+use crate::task::{self, JoinHandle, Runnable};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
@@ -89,20 +89,17 @@ impl BlockingPool {
             .len()
     }
 
+    #[track_caller]
     pub(crate) fn spawn<F, R>(&self, f: F) -> JoinHandle<R>
     where
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static,
     {
         let inner = self.inner.clone();
-        let (runnable, task) = async_task::Builder::new()
-            .metadata(TaskMeta { id: Id::next() })
-            .spawn(
-                move |_| CatchUnwind::new(Blocking(Some(f))),
-                move |r| Inner::schedule(&inner, r),
-            );
+        let (runnable, handle) =
+            task::spawn_untracked(Blocking(Some(f)), move |r| Inner::schedule(&inner, r));
         runnable.schedule();
-        JoinHandle::new(task)
+        handle
     }
 
     /// Stops the pool: queued closures are dropped, idle threads leave,

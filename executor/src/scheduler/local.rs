@@ -12,8 +12,8 @@
 //! waking thread (its future is `!Send`): it is leaked, and documented so.
 
 use super::Shared;
-use crate::task::registry::{Registry, Tracked};
-use crate::task::{CatchUnwind, Id, JoinHandle, Runnable, TaskMeta};
+use crate::task::registry::Registry;
+use crate::task::{self, JoinHandle, Runnable};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
@@ -167,24 +167,16 @@ impl LocalQueue {
 }
 
 /// Spawns a pinned task on the current thread's queue.
+#[track_caller]
 pub(crate) fn spawn_local<F>(queue: &Arc<LocalQueue>, future: F) -> JoinHandle<F::Output>
 where
     F: Future + 'static,
     F::Output: 'static,
 {
     let q = queue.clone();
-    let id = Id::next();
-    let registry = queue.tasks.clone();
-    let (runnable, task, live) = queue.tasks.insert(id.as_u64(), |slot| {
-        async_task::Builder::new()
-            .metadata(TaskMeta { id })
-            .spawn_local(
-                move |_| Tracked::new(CatchUnwind::new(future), registry, slot),
-                move |r| q.push(r),
-            )
-    });
-    if live {
-        queue.push(runnable);
+    let new = task::spawn_local_tracked(future, &queue.tasks, move |r| q.push(r));
+    if new.live {
+        queue.push(new.runnable);
     }
-    JoinHandle::new(task)
+    new.handle
 }

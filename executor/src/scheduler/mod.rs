@@ -26,8 +26,8 @@ pub(crate) mod machine;
 pub(crate) mod processor;
 
 use crate::config::Config;
-use crate::task::registry::{Registry, Tracked};
-use crate::task::{CatchUnwind, Id, JoinHandle, Runnable, TaskMeta};
+use crate::task::registry::Registry;
+use crate::task::{self, JoinHandle, Runnable};
 use blocking::BlockingPool;
 use idle::Idle;
 use inject::Inject;
@@ -243,6 +243,7 @@ impl Shared {
 
     /// Spawns a `Send` task. Where it first runs follows the wake policy of
     /// [`Shared::schedule`], except for root tasks (see `place_new`).
+    #[track_caller]
     pub(crate) fn spawn<F>(
         self: &Arc<Self>,
         future: F,
@@ -253,23 +254,20 @@ impl Shared {
         F::Output: Send + 'static,
     {
         let shared = self.clone();
-        let id = Id::next();
-        let registry = self.tasks.clone();
-        let (runnable, task, live) = self.tasks.insert(id.as_u64(), |slot| {
-            async_task::Builder::new().metadata(TaskMeta { id }).spawn(
-                move |_| Tracked::new(CatchUnwind::new(future), registry, slot),
-                async_task::WithInfo(move |r, info: async_task::ScheduleInfo| {
-                    shared.schedule(r, info.woken_while_running)
-                }),
-            )
-        });
-        if !live {
+        let new = task::spawn_tracked(
+            future,
+            &self.tasks,
+            async_task::WithInfo(move |r, info: async_task::ScheduleInfo| {
+                shared.schedule(r, info.woken_while_running)
+            }),
+        );
+        if !new.live {
             // Spawned after shutdown: dropping the runnable drops the future.
-            drop(runnable);
-            return JoinHandle::new(task);
+            drop(new.runnable);
+            return new.handle;
         }
-        self.place_new(runnable, node);
-        JoinHandle::new(task)
+        self.place_new(new.runnable, node);
+        new.handle
     }
 
     /// Where a new task goes: a requested node's queue (`spawn_on`); the next

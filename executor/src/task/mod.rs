@@ -1,63 +1,161 @@
 //! Tasks (Go's G): futures wrapped by async-task.
 //!
 //! A task is one allocation made by async-task: its header (state, refcount,
-//! vtable, awaiter), our `TaskMeta` (the id, one word), the schedule
-//! function (an `Arc` to the runtime, or to the pinned queue of a local
-//! task) and the future. Vyukov asked for "about 6 words" per G; the header
-//! plus metadata plus schedule function is five.
+//! vtable, awaiter), our `TaskMeta` (the id and the spawn location, two
+//! words), the schedule function (an `Arc` to the runtime, or to the pinned
+//! queue of a local task) and the future. Vyukov asked for "about 6 words"
+//! per G; the header plus metadata plus schedule function is six.
 //!
 //! A `Runnable` is the right to poll the task once; it lives in exactly one
 //! run queue at a time (or is being polled). The schedule function decides
 //! which queue — see `Shared::schedule` for the policy (runnext, tail,
 //! inbox, node queue).
 //!
-//! Panics are caught around the future (not by async-task), so a panicking
-//! task completes with [`JoinError`] and never unwinds into a worker.
+//! # The harness
+//!
+//! Every future is wrapped in a `Harness` (harness.rs; one word: a pointer
+//! to the task's `TaskMeta`) before async-task sees it. async-task aborts the process when a destructor panics inside it (the
+//! future's, the output's) or when the awaiter's waker panics; the harness
+//! and the handles make sure it never meets one:
+//!
+//! - a panic while polling completes the task with [`JoinError`];
+//! - the future is dropped by the harness itself, inside `catch_unwind`, when
+//!   it completes or is aborted; a panic there becomes `JoinError::Panic`.
+//!   When the runtime drops a pending task (shutdown), a panicking destructor
+//!   is caught and reported on stderr with the task's id;
+//! - the output travels in an `Output` whose destructor catches a panic of
+//!   the value's (a finished task nobody awaits) and reports it on stderr;
+//! - a [`JoinHandle`] hands async-task either the polling task's own waker
+//!   (which cannot panic) or a forwarding waker of its own that calls the
+//!   caller's waker inside `catch_unwind`.
+//!
+//! # Aborting
+//!
+//! [`JoinHandle::abort`] and [`AbortHandle::abort`] set a flag in the task's
+//! `TaskMeta` and wake the task. Its next poll (at once if it was idle,
+//! after the poll in progress if it was running) drops the future instead of
+//! polling it, then completes with a cancelled [`JoinError`]: whoever awaits
+//! the handle therefore resumes only after the future is gone (tokio's order).
+//!
+//! # Ids
+//!
+//! [`id()`] and [`try_id()`] read a thread-local that the harness sets for
+//! the length of each poll (and of the drop of the future), to the same
+//! [`Id`] that [`JoinHandle::id`] returns.
 
+mod abort;
+pub(crate) mod harness;
+mod id;
 mod join;
+mod join_set;
 pub(crate) mod registry;
 mod yield_now;
 
+pub use abort::AbortHandle;
+pub use id::{id, try_id, Id};
 pub use join::{JoinError, JoinHandle};
+pub use join_set::JoinSet;
 pub use yield_now::yield_now;
 
+pub(crate) use harness::{enter_block_on, Harness};
+pub(crate) use join::TaskRef;
+
+use registry::{Registry, Tracked};
 use std::any::Any;
 use std::fmt;
 use std::future::Future;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::pin::Pin;
+use std::panic::Location;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::task::{Context, Poll};
+use std::sync::atomic::{AtomicUsize, Ordering::*};
+use std::sync::Arc;
 
-/// What the scheduler keeps in each task's header.
-#[derive(Debug)]
+/// What the scheduler keeps in each task's header: two words.
+///
+/// Uses std's atomics even under loom: no loom model covers abort flags.
 pub(crate) struct TaskMeta {
-    /// Unique per process; shown in panics, metrics and (later) traces.
+    /// Unique per process; shown in panics, metrics and traces.
     pub(crate) id: Id,
+    /// The spawn location (a `&'static Location`), with [`ABORTED`] and
+    /// [`FINISHED`] in its two low bits, which are always zero in the
+    /// pointer (a `Location` is at least 4-aligned). One word instead of
+    /// three: the flags are read once per poll and written once per task.
+    word: AtomicUsize,
 }
 
-/// A task's id: unique for the life of the process.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Id(u64);
+/// Set by `abort`: the next poll drops the future instead of polling it.
+const ABORTED: usize = 0b01;
+/// Set by the harness once the future has been dropped (completed, aborted,
+/// panicked, or dropped by the runtime).
+const FINISHED: usize = 0b10;
+const FLAGS: usize = ABORTED | FINISHED;
+const _: () = assert!(std::mem::align_of::<Location<'static>>() > FLAGS);
 
-impl Id {
-    pub(crate) fn next() -> Id {
-        // std's atomic even under loom: ids are not part of any model.
-        static NEXT: AtomicU64 = AtomicU64::new(1);
-        // Relaxed: ids only need uniqueness, not ordering.
-        Id(NEXT.fetch_add(1, Relaxed))
+impl TaskMeta {
+    /// A fresh id and the caller's location (through `#[track_caller]`
+    /// chains from the public spawn functions).
+    #[track_caller]
+    pub(crate) fn new() -> TaskMeta {
+        let location: &'static Location<'static> = Location::caller();
+        let addr = (location as *const Location<'static>).expose_provenance();
+        TaskMeta {
+            id: Id::next(),
+            word: AtomicUsize::new(addr),
+        }
     }
 
-    /// The id as a number.
-    pub fn as_u64(self) -> u64 {
-        self.0
+    /// Where the task was spawned (the caller of `spawn`, `spawn_local`,
+    /// `spawn_blocking`, `spawn_on` or `JoinSet::spawn*`). For task dumps.
+    pub(crate) fn location(&self) -> &'static Location<'static> {
+        let addr = self.word.load(Relaxed) & !FLAGS;
+        // SAFETY: the word holds the address of a `&'static Location`
+        // (exposed in `new`) in every bit but the two flag bits, which are
+        // zero in that address (checked by the alignment assertion above).
+        unsafe { &*std::ptr::with_exposed_provenance::<Location<'static>>(addr) }
+    }
+
+    /// Marks the task aborted. True if this call did it and the future is
+    /// still alive: the caller must then wake the task so it gets polled.
+    ///
+    /// Relaxed: the flag publishes nothing else; the poll that must see it
+    /// comes after the wake that follows, whose AcqRel update of the task
+    /// state (read with Acquire by async-task's `run`) orders it.
+    pub(crate) fn set_aborted(&self) -> bool {
+        self.word.fetch_or(ABORTED, Relaxed) & FLAGS == 0
+    }
+
+    /// [`ABORTED`] and [`FINISHED`], read with one plain load per poll.
+    /// Relaxed: `ABORTED` as explained in [`TaskMeta::set_aborted`];
+    /// `FINISHED` is only written by the harness, on the thread reading it.
+    fn flags(&self) -> usize {
+        self.word.load(Relaxed) & FLAGS
+    }
+
+    #[cfg(test)]
+    fn is_aborted(&self) -> bool {
+        self.flags() & ABORTED != 0
+    }
+
+    /// Called by the harness after the future was dropped. A plain store
+    /// (no read-modify-write): clearing a concurrent `ABORTED` is harmless
+    /// once the future is gone. Release pairs with `is_finished`'s Acquire,
+    /// so whoever sees the flag also sees the future's drop.
+    pub(crate) fn set_finished(&self) {
+        let addr = self.word.load(Relaxed) & !FLAGS;
+        self.word.store(addr | FINISHED, Release);
+    }
+
+    /// Acquire: pairs with the Release store in [`TaskMeta::set_finished`].
+    pub(crate) fn is_finished(&self) -> bool {
+        self.word.load(Acquire) & FINISHED != 0
     }
 }
 
-impl fmt::Display for Id {
+impl fmt::Debug for TaskMeta {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
+        f.debug_struct("TaskMeta")
+            .field("id", &self.id)
+            .field("location", &self.location())
+            .finish()
     }
 }
 
@@ -78,28 +176,168 @@ unsafe impl crate::queue::RawTask for Runnable {
     }
 }
 
-/// Polls the inner future, catching a panic as `Err`.
-pub(crate) struct CatchUnwind<F> {
-    future: F,
+/// A new task and its handle, not yet scheduled.
+pub(crate) struct Spawned<T> {
+    pub(crate) runnable: Runnable,
+    pub(crate) handle: JoinHandle<T>,
+    /// False if the registry was closed (spawned after shutdown): the caller
+    /// drops the runnable, which drops the future; the handle reports
+    /// cancellation.
+    pub(crate) live: bool,
 }
 
-impl<F> CatchUnwind<F> {
-    pub(crate) fn new(future: F) -> Self {
-        CatchUnwind { future }
+/// Creates a `Send` task tracked in `registry`, with `schedule` as its
+/// schedule function. The caller queues `runnable` (if `live`).
+#[track_caller]
+pub(crate) fn spawn_tracked<F, S>(
+    future: F,
+    registry: &Arc<Registry>,
+    schedule: S,
+) -> Spawned<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    S: async_task::Schedule<TaskMeta> + Send + Sync + 'static,
+{
+    let meta = TaskMeta::new();
+    let hint = meta.id.as_u64();
+    let reg = registry.clone();
+    let (runnable, task, raw, live) = registry.insert(hint, |slot| {
+        async_task::Builder::new().metadata(meta).spawn(
+            move |meta| Harness::new(Tracked::new(future, reg, slot), meta),
+            schedule,
+        )
+    });
+    Spawned {
+        runnable,
+        handle: JoinHandle::new(task, raw),
+        live,
     }
 }
 
-impl<F: Future> Future for CatchUnwind<F> {
-    type Output = Result<F::Output, Panic>;
+/// Creates a `!Send` task tracked in `registry` (a pinned queue's). The
+/// caller queues `runnable` (if `live`) on the owning thread.
+#[track_caller]
+pub(crate) fn spawn_local_tracked<F, S>(
+    future: F,
+    registry: &Arc<Registry>,
+    schedule: S,
+) -> Spawned<F::Output>
+where
+    F: Future + 'static,
+    F::Output: 'static,
+    S: async_task::Schedule<TaskMeta> + Send + Sync + 'static,
+{
+    let meta = TaskMeta::new();
+    let hint = meta.id.as_u64();
+    let reg = registry.clone();
+    let (runnable, task, raw, live) = registry.insert(hint, |slot| {
+        async_task::Builder::new().metadata(meta).spawn_local(
+            move |meta| Harness::new(Tracked::new(future, reg, slot), meta),
+            schedule,
+        )
+    });
+    Spawned {
+        runnable,
+        handle: JoinHandle::new(task, raw),
+        live,
+    }
+}
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        // SAFETY: structural pinning: `future` is never moved out of a
-        // pinned `CatchUnwind`, which has no Drop impl.
-        let fut = unsafe { self.map_unchecked_mut(|s| &mut s.future) };
-        match catch_unwind(AssertUnwindSafe(|| fut.poll(cx))) {
-            Ok(Poll::Pending) => Poll::Pending,
-            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
-            Err(p) => Poll::Ready(Err(p)),
+/// Creates an untracked `Send` task (the blocking pool's: its queue drops
+/// queued closures at shutdown, and a running one cannot be interrupted).
+#[track_caller]
+pub(crate) fn spawn_untracked<F, S>(future: F, schedule: S) -> (Runnable, JoinHandle<F::Output>)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    S: async_task::Schedule<TaskMeta> + Send + Sync + 'static,
+{
+    let (runnable, task) = async_task::Builder::new()
+        .metadata(TaskMeta::new())
+        .spawn(move |meta| Harness::new(future, meta), schedule);
+    // One waker clone and drop (two atomic updates) per blocking spawn,
+    // which also takes the pool's lock: tracked tasks get this for free
+    // from their registry entry.
+    let raw = TaskRef::new(&runnable.waker(), runnable.metadata());
+    (runnable, JoinHandle::new(task, raw))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn meta_keeps_location_and_flags_apart() {
+        let here = Location::caller();
+        let meta = TaskMeta::new();
+        assert_eq!(meta.location().file(), here.file());
+        assert!(!meta.is_aborted() && !meta.is_finished());
+        assert!(meta.set_aborted());
+        assert!(!meta.set_aborted(), "a second abort has nothing to do");
+        assert!(meta.is_aborted());
+        meta.set_finished();
+        assert!(meta.is_finished());
+        assert_eq!(meta.location().file(), here.file());
+        assert_eq!(meta.location().line(), here.line() + 1);
+    }
+
+    /// The `#[track_caller]` chain reaches the user's call for every way
+    /// to spawn.
+    #[test]
+    fn spawn_functions_record_their_callers_location() {
+        fn check(loc: Option<&'static Location<'static>>, line: u32) {
+            let loc = loc.expect("a live task has a location");
+            assert_eq!((loc.file(), loc.line()), (file!(), line));
         }
+        let rt = crate::Builder::new().max_procs(1).build().unwrap();
+        let h = rt.spawn(async {});
+        check(h.location(), line!() - 1);
+        let h2 = rt.handle().spawn_blocking(|| ());
+        check(h2.location(), line!() - 1);
+        let h3 = rt.handle().spawn_on(0, async {});
+        check(h3.location(), line!() - 1);
+        rt.block_on(async {
+            let a = crate::spawn(async {});
+            let a_line = line!() - 1;
+            check(a.location(), a_line);
+            let b = crate::spawn_local(async {});
+            check(b.location(), line!() - 1);
+            let c = crate::spawn_blocking(|| ());
+            check(c.location(), line!() - 1);
+            let d = crate::numa::spawn_on(0, async {});
+            check(d.location(), line!() - 1);
+            let mut set = JoinSet::new();
+            let e = set.spawn(async {});
+            check(e.location(), line!() - 1);
+            let f = set.spawn_local(async {});
+            check(f.location(), line!() - 1);
+            let g = set.spawn_blocking(|| ());
+            check(g.location(), line!() - 1);
+            let i = set.spawn_on(0, async {});
+            check(i.location(), line!() - 1);
+            check(a.abort_handle().location(), a_line);
+            for t in [a, b, c, d] {
+                t.await.unwrap();
+            }
+            set.shutdown().await;
+        });
+        for t in [h, h2, h3] {
+            rt.block_on(t).unwrap();
+        }
+    }
+
+    #[test]
+    fn meta_is_two_words_and_the_harness_adds_one() {
+        let word = std::mem::size_of::<usize>();
+        assert_eq!(std::mem::size_of::<TaskMeta>(), 2 * word);
+        assert_eq!(
+            std::mem::size_of::<Harness<std::future::Pending<()>>>(),
+            word
+        );
+        assert_eq!(
+            std::mem::size_of::<Harness<std::future::Ready<u64>>>(),
+            word + std::mem::size_of::<std::future::Ready<u64>>()
+        );
     }
 }

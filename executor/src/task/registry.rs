@@ -13,7 +13,7 @@
 //! registry holds exactly the tasks whose futures are alive. Entries are
 //! sharded by slot to keep spawns on different P's off each other's locks.
 
-use super::Runnable;
+use super::{Runnable, TaskRef};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -51,13 +51,15 @@ impl Registry {
 
     /// Spawns a task through `spawn` (given its entry) and records its
     /// waker, under one lock of one shard (`hint` spreads tasks over shards,
-    /// e.g. the task id). Returns false if the registry is closed: the
-    /// caller drops the runnable, whose `Tracked` future then frees the entry.
+    /// e.g. the task id). Also returns the waker's raw parts, for the
+    /// task's `JoinHandle` (see `TaskRef`): no extra waker clone per spawn.
+    /// `live` is false if the registry is closed: the caller drops the
+    /// runnable, whose `Tracked` future then frees the entry.
     pub(crate) fn insert<T>(
         &self,
         hint: u64,
         spawn: impl FnOnce(Slot) -> (Runnable, T),
-    ) -> (Runnable, T, bool) {
+    ) -> (Runnable, T, TaskRef, bool) {
         let shard = (hint as usize) % self.shards.len();
         let mut s = self.shards[shard].lock().unwrap_or_else(|e| e.into_inner());
         let index = match s.free.pop() {
@@ -70,12 +72,16 @@ impl Registry {
         // Allocating the task under the lock is fine: `spawn` only builds the
         // future, it never wakes or drops a task (which could re-enter here).
         let (runnable, task) = spawn(Slot { shard, index });
+        let waker = runnable.waker();
+        let raw = TaskRef::new(&waker, runnable.metadata());
         // Checked under the shard lock that `close_and_wake_all` also takes.
         if self.closed.load(std::sync::atomic::Ordering::Relaxed) {
-            return (runnable, task, false);
+            drop(s);
+            drop(waker);
+            return (runnable, task, raw, false);
         }
-        s.entries[index] = Some(runnable.waker());
-        (runnable, task, true)
+        s.entries[index] = Some(waker);
+        (runnable, task, raw, true)
     }
 
     fn remove(&self, slot: &Slot) {

@@ -1,0 +1,69 @@
+//! Task ids: [`Id`], [`id()`], [`try_id()`].
+
+use super::harness;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// A task's id: unique among the tasks of the process for its whole life.
+///
+/// The same value is returned by [`JoinHandle::id`](super::JoinHandle::id),
+/// [`AbortHandle::id`](super::AbortHandle::id), [`JoinError::id`](super::JoinError::id)
+/// and, inside the task, by [`id()`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Id(u64);
+
+impl Id {
+    pub(crate) fn next() -> Id {
+        // std's atomic even under loom: ids are not part of any model.
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        // Relaxed: ids only need uniqueness, not ordering.
+        Id(NEXT.fetch_add(1, Relaxed))
+    }
+
+    /// The id as a number (never 0).
+    pub fn as_u64(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// The id of the task being run on this thread.
+///
+/// Works inside a task's future (spawned with `spawn`, `spawn_local`,
+/// `spawn_on` or a [`JoinSet`](super::JoinSet)), inside a `spawn_blocking`
+/// closure, and while the runtime drops a task's future (in its `Drop`).
+///
+/// # Panics
+/// Anywhere else: outside the runtime, or in the future passed to
+/// `Runtime::block_on` (which is not a task). See [`try_id()`].
+///
+/// ```
+/// let rt = numa_rt_executor::Runtime::new().unwrap();
+/// rt.block_on(async {
+///     let h = numa_rt_executor::spawn(async { numa_rt_executor::task::id() });
+///     let id = h.id();
+///     assert_eq!(h.await.unwrap(), id);
+/// });
+/// ```
+#[track_caller]
+pub fn id() -> Id {
+    match try_id() {
+        Some(id) => id,
+        None => panic!(
+            "numa_rt::task::id() called outside a task: call it from a spawned task's future \
+             or a spawn_blocking closure (the future given to block_on is not a task); \
+             numa_rt::task::try_id() returns None instead of panicking"
+        ),
+    }
+}
+
+/// The id of the task being run on this thread, or `None` outside a task.
+/// See [`id()`].
+pub fn try_id() -> Option<Id> {
+    harness::current_id()
+}
