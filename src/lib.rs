@@ -35,8 +35,8 @@
 //! The design is written down in `docs/architecture.md`.
 
 pub use numa_rt_executor::{
-    block_in_place, spawn, spawn_blocking, spawn_local, AbortHandle, Builder, EnterGuard, Handle,
-    JoinError, JoinHandle, JoinSet, Runtime, TryCurrentError, MAXPROCS_ENV,
+    block_in_place, spawn, spawn_blocking, spawn_local, AbortHandle, Builder, DeadlockMode,
+    EnterGuard, Handle, JoinError, JoinHandle, JoinSet, Runtime, TryCurrentError, MAXPROCS_ENV,
 };
 pub use numa_rt_macros::{main, test};
 
@@ -68,7 +68,8 @@ pub use numa_rt_macros::{main, test};
 /// ```
 pub mod task {
     pub use numa_rt_executor::task::{
-        id, try_id, yield_now, AbortHandle, Id, JoinError, JoinHandle, JoinSet,
+        id, try_id, yield_now, AbortHandle, Id, JoinError, JoinHandle, JoinSet, TaskDump, TaskInfo,
+        TaskState,
     };
     pub use numa_rt_executor::{spawn, spawn_blocking, spawn_local};
 }

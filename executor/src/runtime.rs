@@ -101,6 +101,11 @@ impl Runtime {
         self.handle.metrics()
     }
 
+    /// The live tasks: see [`Handle::dump`].
+    pub fn dump(&self) -> crate::task::TaskDump {
+        self.handle.dump()
+    }
+
     /// Stops the runtime, waiting at most `timeout` for threads still busy
     /// (a task stuck in a long poll, a blocking closure). Threads still
     /// running after it are left to finish on their own.
@@ -197,6 +202,25 @@ impl Handle {
         }
     }
 
+    /// The live tasks (`Send` and pinned): id, spawn location, state
+    /// (running on which P, scheduled, idle), time since the last poll.
+    /// Read without stopping the runtime (a per-task snapshot; see
+    /// [`TaskDump`](crate::task::TaskDump)). Its `Display` prints one line per task.
+    ///
+    /// ```
+    /// let rt = numa_rt_executor::Runtime::new().unwrap();
+    /// let (tx, rx) = futures::channel::oneshot::channel::<()>();
+    /// let h = rt.spawn(async move { rx.await.ok() });
+    /// let dump = rt.dump();
+    /// let t = dump.tasks().iter().find(|t| t.id == h.id()).unwrap();
+    /// assert_eq!(t.location.file(), file!());
+    /// println!("{dump}");
+    /// drop(tx);
+    /// ```
+    pub fn dump(&self) -> crate::task::TaskDump {
+        crate::sysmon::dump(&self.shared)
+    }
+
     /// The topology the runtime schedules on (discovered or given).
     pub fn topology(&self) -> &Topology {
         &self.shared.topology
@@ -221,6 +245,7 @@ impl Handle {
         let _enter = self.enter();
         let notified = Arc::new(AtomicBool::new(true));
         let local = LocalQueue::for_block_on(notified.clone());
+        self.shared.register_local(&local.tasks);
         let _local = context::set_local_queue(local.clone());
         let waker = Waker::from(Arc::new(ThreadWaker {
             thread: std::thread::current(),
@@ -254,6 +279,8 @@ impl Handle {
             for _ in 0..local.len() {
                 match local.pop() {
                     Some(t) => {
+                        t.metadata()
+                            .note_polled(crate::task::epoch_ms(Instant::now()));
                         numa_rt_reactor::coop::budget(|| t.run());
                         ran = true;
                     }

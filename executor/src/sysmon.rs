@@ -34,6 +34,7 @@
 
 use crate::metrics::RuntimeMetrics;
 use crate::scheduler::Shared;
+use crate::task::{TaskDump, TaskInfo, TaskState};
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Mutex, Weak};
@@ -278,11 +279,18 @@ fn check_stalls(shared: &Shared, st: &mut State, now: Instant, threshold: Durati
 fn report_stall(shared: &Shared, p: usize, ran: Duration) {
     let proc = &shared.procs[p];
     let task = proc.current_task.load(Relaxed);
+    let loc = proc.current_location.load(Relaxed);
+    // SAFETY: the pointer is null or a `&'static Location` (machine.rs
+    // stores `meta.location()`).
+    let spawned = match unsafe { loc.as_ref() } {
+        Some(l) => format!(", spawned at {l},"),
+        None => String::new(),
+    };
     let queued = proc.steal.len() + usize::from(proc.steal.has_runnext()) + proc.inbox.len();
     eprintln!(
-        "numa_rt: task {task} has been running for at least {} ms without yielding on P{p} \
-         (thread M{}); {queued} task(s) wait behind it on that P. Move blocking work to \
-         spawn_blocking or block_in_place, or yield in long loops.",
+        "numa_rt: task {task}{spawned} has been running for at least {} ms without yielding \
+         on P{p} (thread M{}); {queued} task(s) wait behind it on that P. Move blocking work \
+         to spawn_blocking or block_in_place, or yield in long loops.",
         ran.as_millis(),
         proc.metrics.machine.load(Relaxed),
     );
@@ -303,13 +311,21 @@ fn looks_deadlocked(shared: &Shared) -> bool {
 }
 
 fn report_deadlock(shared: &Shared) {
-    let msg = format!(
+    let dump = dump(shared);
+    let mut msg = format!(
         "numa_rt: all tasks are asleep - possible deadlock: {} live task(s), every processor \
          idle, no timer pending, no I/O awaited, and block_on is waiting. Nothing in the \
          runtime can wake them; only a waker held outside it could (set {DEADLOCK_ENV}=off \
          if that is expected).",
-        shared.tasks.len()
+        dump.len()
     );
+    let locations = dump.locations(10);
+    if !locations.is_empty() {
+        msg.push_str(" Spawned at:");
+        for (loc, n) in locations {
+            let _ = write!(msg, "\n  {loc} ({n} task(s))");
+        }
+    }
     match shared.config.deadlock {
         DeadlockMode::Off => {}
         DeadlockMode::Warn => eprintln!("{msg}"),
@@ -403,6 +419,11 @@ pub(crate) fn schedtrace(shared: &std::sync::Arc<Shared>, detail: bool) -> Strin
                 pm.busy_duration.as_millis(),
             );
         }
+        let tasks = dump(shared);
+        let _ = writeln!(out, "  tasks: {} live", tasks.len());
+        for t in tasks.tasks().iter().take(20) {
+            let _ = writeln!(out, "    {t}");
+        }
         for (n, node) in shared.nodes.iter().enumerate() {
             for mach in node
                 .idle_machines
@@ -415,6 +436,50 @@ pub(crate) fn schedtrace(shared: &std::sync::Arc<Shared>, detail: bool) -> Strin
         }
     }
     out
+}
+
+/// The live tasks of the runtime, `Send` and pinned (`Handle::dump`).
+pub(crate) fn dump(shared: &Shared) -> TaskDump {
+    let now = crate::task::epoch_ms(Instant::now());
+    // The task each P is polling now.
+    let running: Vec<(u64, usize)> = shared
+        .procs
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.in_task.load(Relaxed))
+        .map(|(i, p)| (p.current_task.load(Relaxed), i))
+        .collect();
+    let mut tasks = Vec::new();
+    let mut add = |meta: &crate::task::TaskMeta, pinned: bool| {
+        let state = match running.iter().find(|(id, _)| *id == meta.id.as_u64()) {
+            Some(&(_, proc)) => TaskState::Running { proc },
+            None if meta.is_scheduled() => TaskState::Scheduled,
+            None => TaskState::Idle,
+        };
+        tasks.push(TaskInfo {
+            id: meta.id,
+            location: meta.location(),
+            state,
+            since_last_poll: meta
+                .last_poll_ms()
+                .map(|t| Duration::from_millis(u64::from(now.saturating_sub(t)))),
+            pinned,
+        });
+    };
+    shared.tasks.for_each(|m| add(m, false));
+    let locals: Vec<_> = shared
+        .local_registries
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .filter_map(|w| w.upgrade())
+        .collect();
+    for reg in locals {
+        reg.for_each(|m| add(m, true));
+    }
+    // Longest-unpolled first; never-polled tasks after those polled.
+    tasks.sort_by_key(|t| std::cmp::Reverse(t.since_last_poll));
+    TaskDump { tasks }
 }
 
 #[cfg(test)]

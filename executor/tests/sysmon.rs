@@ -152,6 +152,9 @@ fn a_block_on_nobody_can_wake_panics_in_panic_mode() {
         "{msg}"
     );
     assert!(msg.contains("3 live task(s)"), "{msg}");
+    // The spawn location of the three sleepers, counted once.
+    assert!(msg.contains(&format!("{}:", file!())), "{msg}");
+    assert!(msg.contains("(3 task(s))"), "{msg}");
     drop(idle);
     // The runtime still works afterwards.
     assert_eq!(rt.block_on(async { spawn(async { 5 }).await.unwrap() }), 5);

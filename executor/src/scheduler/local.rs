@@ -31,7 +31,7 @@ pub(crate) struct LocalQueue {
     wake: OwnerWake,
     /// The live pinned tasks of this thread, so that closing drops the
     /// futures of idle ones too (see `task::registry`).
-    tasks: Arc<Registry>,
+    pub(crate) tasks: Arc<Registry>,
 }
 
 enum OwnerWake {
@@ -51,7 +51,7 @@ impl LocalQueue {
     /// The queue of a new M; call it on the M's own thread (the caller
     /// becomes the owner).
     pub(crate) fn for_machine(shared: &Arc<Shared>) -> Arc<LocalQueue> {
-        Arc::new(LocalQueue {
+        let q = Arc::new(LocalQueue {
             owner: std::thread::current().id(),
             queue: Mutex::new(VecDeque::new()),
             len: AtomicUsize::new(0),
@@ -61,7 +61,9 @@ impl LocalQueue {
                 machine_p: AtomicUsize::new(usize::MAX),
             },
             tasks: Registry::new(1),
-        })
+        });
+        shared.register_local(&q.tasks);
+        q
     }
 
     /// The queue of a `block_on` on the current thread.
@@ -103,6 +105,7 @@ impl LocalQueue {
     }
 
     fn push(&self, task: Runnable) {
+        task.metadata().note_scheduled();
         let mut q = self.queue.lock().unwrap();
         if self.closed.load(Relaxed) {
             drop(q);

@@ -378,8 +378,12 @@ impl Worker {
         core.begin_busy();
         core.batch_polls = core.batch_polls.wrapping_add(1);
         let hist = p.metrics.poll_histogram.as_deref();
+        let meta = task.metadata();
+        meta.note_polled(core.clock_ms);
         *self.core.borrow_mut() = Some(core);
-        p.current_task.store(task.metadata().id.as_u64(), Relaxed);
+        p.current_task.store(meta.id.as_u64(), Relaxed);
+        p.current_location
+            .store(meta.location() as *const _ as *mut _, Relaxed);
         p.in_task.store(true, Relaxed);
         let forced = match hist {
             None => coop::budget_counting(|| task.run()).1,

@@ -63,6 +63,9 @@ pub(crate) struct Shared {
     pub(crate) started: std::time::Instant,
     /// The `block_on` calls in progress, for the deadlock diagnostic.
     pub(crate) block_ons: BlockOns,
+    /// The registries of the pinned (`spawn_local`) tasks of every M and
+    /// `block_on`, for the task dump; dead ones are pruned as new ones come.
+    pub(crate) local_registries: Mutex<Vec<std::sync::Weak<Registry>>>,
     /// sysmon's round (`crate::sysmon`); the monitor thread holds it weakly.
     sysmon: std::sync::OnceLock<Arc<crate::sysmon::Sysmon>>,
 }
@@ -204,6 +207,7 @@ impl Shared {
             tasks: Registry::new(4 * nprocs),
             started: std::time::Instant::now(),
             block_ons: BlockOns::default(),
+            local_registries: Mutex::new(Vec::new()),
             sysmon: std::sync::OnceLock::new(),
         });
         let cfg = &shared.config;
@@ -231,6 +235,16 @@ impl Shared {
             }
         }
         Ok(shared)
+    }
+
+    /// Lists a pinned queue's registry for the task dump.
+    pub(crate) fn register_local(&self, registry: &Arc<Registry>) {
+        let mut all = self
+            .local_registries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        all.retain(|w| w.strong_count() > 0);
+        all.push(Arc::downgrade(registry));
     }
 
     pub(crate) fn is_shutdown(&self) -> bool {
@@ -305,6 +319,7 @@ impl Shared {
             drop(task);
             return;
         }
+        task.metadata().note_scheduled();
         let task = match context::with_core(self, task, |core, in_driver, task| {
             let node = &self.nodes[core.node].inject;
             if yielded || in_driver {

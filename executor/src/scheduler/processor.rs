@@ -13,7 +13,7 @@ use crate::counters::ProcCounters;
 use crate::queue;
 use crate::task::Runnable;
 use numa_rt_reactor::{Driver, Unparker};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -39,6 +39,9 @@ pub(crate) struct Processor {
     /// The id of the task in (or last in) a poll on this P: sysmon's stall
     /// report and the schedtrace read it. Relaxed: a diagnostic.
     pub(crate) current_task: AtomicU64,
+    /// The spawn location of that task (a `&'static Location`; null before
+    /// the first poll). Relaxed: a diagnostic.
+    pub(crate) current_location: AtomicPtr<std::panic::Location<'static>>,
     /// Where a `Core` rests when no M holds it: only during shutdown.
     pub(crate) core_slot: Mutex<Option<Box<Core>>>,
     /// The M that gave this P away (block_in_place) and wants it back;
@@ -78,6 +81,9 @@ pub(crate) struct Core {
     pub(crate) busy_since: Option<Instant>,
     /// Task polls since `busy_since`.
     pub(crate) batch_polls: u32,
+    /// The clock of the current batch in ms since the task epoch, stamped
+    /// on each task polled (the task dump's "last polled").
+    pub(crate) clock_ms: u32,
 }
 
 impl Processor {
@@ -98,6 +104,7 @@ impl Processor {
             in_task: AtomicBool::new(false),
             metrics: ProcCounters::new(histogram),
             current_task: AtomicU64::new(0),
+            current_location: AtomicPtr::new(std::ptr::null_mut()),
             core_slot: Mutex::new(None),
             asker: Mutex::new(None),
             has_asker: AtomicBool::new(false),
@@ -115,6 +122,7 @@ impl Processor {
             batch: Vec::new(),
             busy_since: None,
             batch_polls: 0,
+            clock_ms: 0,
         });
         (p, core)
     }
@@ -156,7 +164,9 @@ impl Core {
     #[inline]
     pub(crate) fn begin_busy(&mut self) {
         if self.busy_since.is_none() {
-            self.busy_since = Some(Instant::now());
+            let now = Instant::now();
+            self.busy_since = Some(now);
+            self.clock_ms = crate::task::epoch_ms(now);
             self.batch_polls = 0;
         }
     }
@@ -170,6 +180,9 @@ impl Core {
         counters.record_batch(ns.min(u64::MAX as u128) as u64, self.batch_polls);
         self.batch_polls = 0;
         self.busy_since = cont.then_some(now);
+        if cont {
+            self.clock_ms = crate::task::epoch_ms(now);
+        }
     }
 
     /// A random number in `0..n` (n > 0).

@@ -44,6 +44,7 @@
 //! [`Id`] that [`JoinHandle::id`] returns.
 
 mod abort;
+mod dump;
 pub(crate) mod harness;
 mod id;
 mod join;
@@ -52,6 +53,7 @@ pub(crate) mod registry;
 mod yield_now;
 
 pub use abort::AbortHandle;
+pub use dump::{TaskDump, TaskInfo, TaskState};
 pub use id::{id, try_id, Id};
 pub use join::{JoinError, JoinHandle};
 pub use join_set::JoinSet;
@@ -66,10 +68,11 @@ use std::fmt;
 use std::future::Future;
 use std::panic::Location;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::*};
 use std::sync::Arc;
 
-/// What the scheduler keeps in each task's header: two words.
+/// What the scheduler keeps in each task's header: four words (the id, the
+/// location with two flags, and the task dump's state).
 ///
 /// Uses std's atomics even under loom: no loom model covers abort flags.
 pub(crate) struct TaskMeta {
@@ -80,6 +83,31 @@ pub(crate) struct TaskMeta {
     /// pointer (a `Location` is at least 4-aligned). One word instead of
     /// three: the flags are read once per poll and written once per task.
     word: AtomicUsize,
+    /// For the task dump (`Handle::dump`): bumped by the schedule functions
+    /// each time the task is queued; copied to `polled_gen` when a poll
+    /// starts. Unequal: woken since its last poll began (scheduled). Plain
+    /// Relaxed loads and stores, no read-modify-write: async-task runs at
+    /// most one schedule or poll of a task at a time, and its state word
+    /// orders them; a dump reading them concurrently may be one step stale.
+    sched_gen: AtomicU32,
+    polled_gen: AtomicU32,
+    /// When the last poll began, in milliseconds since [`epoch`] (0: never
+    /// polled); the clock of the P's current batch, read once per batch.
+    last_poll_ms: AtomicU32,
+}
+
+/// The process-wide origin of task timestamps (`TaskMeta::last_poll_ms`).
+pub(crate) fn epoch() -> std::time::Instant {
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    *EPOCH.get_or_init(std::time::Instant::now)
+}
+
+/// `t` in milliseconds since [`epoch`], at least 1 (0 means "never").
+pub(crate) fn epoch_ms(t: std::time::Instant) -> u32 {
+    (t.saturating_duration_since(epoch())
+        .as_millis()
+        .min(u32::MAX as u128) as u32)
+        .max(1)
 }
 
 /// Set by `abort`: the next poll drops the future instead of polling it.
@@ -100,7 +128,35 @@ impl TaskMeta {
         TaskMeta {
             id: Id::next(),
             word: AtomicUsize::new(addr),
+            sched_gen: AtomicU32::new(0),
+            polled_gen: AtomicU32::new(0),
+            last_poll_ms: AtomicU32::new(0),
         }
+    }
+
+    /// Called by a schedule function as it queues the task (dump state).
+    #[inline]
+    pub(crate) fn note_scheduled(&self) {
+        // Relaxed load and store: see `sched_gen`.
+        let g = self.sched_gen.load(Relaxed);
+        self.sched_gen.store(g.wrapping_add(1), Relaxed);
+    }
+
+    /// Called as a poll begins, `now_ms` from [`epoch_ms`] (dump state).
+    #[inline]
+    pub(crate) fn note_polled(&self, now_ms: u32) {
+        self.polled_gen.store(self.sched_gen.load(Relaxed), Relaxed);
+        self.last_poll_ms.store(now_ms, Relaxed);
+    }
+
+    /// Whether the task was woken since its last poll began.
+    pub(crate) fn is_scheduled(&self) -> bool {
+        self.sched_gen.load(Relaxed) != self.polled_gen.load(Relaxed)
+    }
+
+    /// When its last poll began (ms since [`epoch`]), if it was ever polled.
+    pub(crate) fn last_poll_ms(&self) -> Option<u32> {
+        Some(self.last_poll_ms.load(Relaxed)).filter(|&ms| ms != 0)
     }
 
     /// Where the task was spawned (the caller of `spawn`, `spawn_local`,
@@ -328,9 +384,9 @@ mod tests {
     }
 
     #[test]
-    fn meta_is_two_words_and_the_harness_adds_one() {
+    fn meta_is_four_words_and_the_harness_adds_one() {
         let word = std::mem::size_of::<usize>();
-        assert_eq!(std::mem::size_of::<TaskMeta>(), 2 * word);
+        assert_eq!(std::mem::size_of::<TaskMeta>(), 4 * word);
         assert_eq!(
             std::mem::size_of::<Harness<std::future::Pending<()>>>(),
             word

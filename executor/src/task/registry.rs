@@ -29,9 +29,21 @@ pub(crate) struct Registry {
 
 #[derive(Default)]
 struct Slab {
-    entries: Vec<Option<Waker>>,
+    entries: Vec<Option<Entry>>,
     free: Vec<usize>,
 }
+
+/// A live task: a waker (which keeps its allocation alive) and its
+/// metadata, read by the task dump.
+struct Entry {
+    waker: Waker,
+    meta: std::ptr::NonNull<super::TaskMeta>,
+}
+
+// SAFETY: `meta` points into the task's header, which the entry's waker
+// keeps alive; it is only read (an id, a `&'static Location` and atomics,
+// all Sync) while the entry exists, under the shard lock.
+unsafe impl Send for Entry {}
 
 /// A reserved registry entry.
 #[derive(Clone, Copy)]
@@ -80,7 +92,8 @@ impl Registry {
             drop(waker);
             return (runnable, task, raw, false);
         }
-        s.entries[index] = Some(waker);
+        let meta = std::ptr::NonNull::from(runnable.metadata());
+        s.entries[index] = Some(Entry { waker, meta });
         (runnable, task, raw, true)
     }
 
@@ -89,7 +102,11 @@ impl Registry {
             let mut s = self.shards[slot.shard]
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
-            let w = s.entries.get_mut(slot.index).and_then(Option::take);
+            let w = s
+                .entries
+                .get_mut(slot.index)
+                .and_then(Option::take)
+                .map(|e| e.waker);
             s.free.push(slot.index);
             w
         };
@@ -112,6 +129,19 @@ impl Registry {
             .sum()
     }
 
+    /// Calls `f` with the metadata of every live task, under each shard's
+    /// lock in turn (the task dump).
+    pub(crate) fn for_each(&self, mut f: impl FnMut(&super::TaskMeta)) {
+        for shard in self.shards.iter() {
+            let s = shard.lock().unwrap_or_else(|e| e.into_inner());
+            for e in s.entries.iter().flatten() {
+                // SAFETY: the entry's waker keeps the header alive while the
+                // entry exists, and we hold the lock that removes it.
+                f(unsafe { e.meta.as_ref() });
+            }
+        }
+    }
+
     /// Closes the registry (later spawns are refused) and wakes every live
     /// task (outside the locks), so that its schedule function drops it.
     ///
@@ -125,7 +155,7 @@ impl Registry {
             let s = shard.lock().unwrap_or_else(|e| e.into_inner());
             self.closed
                 .store(true, std::sync::atomic::Ordering::Relaxed);
-            wakers.extend(s.entries.iter().flatten().cloned());
+            wakers.extend(s.entries.iter().flatten().map(|e| e.waker.clone()));
         }
         for w in wakers {
             w.wake();

@@ -1,0 +1,115 @@
+//! The task dump: what every live task is doing ([`Handle::dump`](crate::Handle::dump)).
+
+use super::Id;
+use std::fmt;
+use std::panic::Location;
+use std::time::Duration;
+
+/// A snapshot of a runtime's live tasks, read without stopping it: each
+/// task's fields are read one at a time, so a task that runs while the dump
+/// is taken may show a state one step old.
+///
+/// `Display` prints one line per task, oldest poll first:
+/// `task 17 idle 1503 ms since last poll, spawned at src/main.rs:10:5`.
+#[derive(Clone, Debug, Default)]
+pub struct TaskDump {
+    pub(crate) tasks: Vec<TaskInfo>,
+}
+
+/// One live task in a [`TaskDump`].
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct TaskInfo {
+    /// The task's id ([`JoinHandle::id`](crate::JoinHandle::id), `task::id()`).
+    pub id: Id,
+    /// Where it was spawned.
+    pub location: &'static Location<'static>,
+    /// What it is doing.
+    pub state: TaskState,
+    /// Time since its last poll began, to within the scheduler batch it ran
+    /// in (`None`: never polled yet).
+    pub since_last_poll: Option<Duration>,
+    /// Spawned with `spawn_local`: pinned to one thread.
+    pub pinned: bool,
+}
+
+/// What a task in a [`TaskDump`] is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TaskState {
+    /// Being polled on this processor now.
+    Running {
+        /// The P.
+        proc: usize,
+    },
+    /// Woken and waiting in a run queue for its next poll.
+    Scheduled,
+    /// Waiting for a wake-up (I/O, a timer, a channel, another task).
+    Idle,
+}
+
+impl TaskDump {
+    /// The tasks, longest-unpolled first.
+    pub fn tasks(&self) -> &[TaskInfo] {
+        &self.tasks
+    }
+
+    /// The number of live tasks.
+    pub fn len(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Whether no task is alive.
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+
+    /// Spawn locations with their task counts, most tasks first (at most
+    /// `max` of them).
+    pub fn locations(&self, max: usize) -> Vec<(&'static Location<'static>, usize)> {
+        let mut counts: Vec<(&'static Location<'static>, usize)> = Vec::new();
+        for t in &self.tasks {
+            match counts.iter_mut().find(|(l, _)| *l == t.location) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((t.location, 1)),
+            }
+        }
+        counts.sort_by_key(|c| std::cmp::Reverse(c.1));
+        counts.truncate(max);
+        counts
+    }
+}
+
+impl fmt::Display for TaskState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TaskState::Running { proc } => write!(f, "running on P{proc}"),
+            TaskState::Scheduled => f.write_str("scheduled"),
+            TaskState::Idle => f.write_str("idle"),
+        }
+    }
+}
+
+impl fmt::Display for TaskInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "task {} {}", self.id, self.state)?;
+        match self.since_last_poll {
+            Some(d) => write!(f, " {} ms since last poll", d.as_millis())?,
+            None => f.write_str(" never polled")?,
+        }
+        if self.pinned {
+            f.write_str(" (pinned)")?;
+        }
+        write!(f, ", spawned at {}", self.location)
+    }
+}
+
+impl fmt::Display for TaskDump {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{} live task(s)", self.tasks.len())?;
+        for t in &self.tasks {
+            writeln!(f, "  {t}")?;
+        }
+        Ok(())
+    }
+}
