@@ -71,3 +71,18 @@ async fn should_panic_is_kept() {
 async fn ignore_is_kept() {
     panic!("an ignored test ran");
 }
+
+/// `#[numa_rt::test]` turns the deadlock diagnostic to `panic`: a test whose
+/// tasks all wait on each other fails with the diagnostic instead of hanging.
+#[numa_rt::test(max_procs = 1)]
+#[should_panic(expected = "all tasks are asleep - possible deadlock")]
+async fn a_deadlocked_test_fails_instead_of_hanging() {
+    let (_tx, rx) = futures::channel::oneshot::channel::<()>();
+    let _ = rx.await;
+}
+
+/// `deadlock = "..."` chooses another mode; a wait that ends is never reported.
+#[numa_rt::test(deadlock = "warn")]
+async fn the_deadlock_mode_can_be_chosen() {
+    numa_rt::spawn(async {}).await.unwrap();
+}

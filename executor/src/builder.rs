@@ -40,6 +40,7 @@ pub struct Builder {
     stall_threshold: Option<Option<Duration>>,
     schedtrace: Option<SchedTrace>,
     deadlock: Option<DeadlockMode>,
+    deadlock_default: Option<DeadlockMode>,
 }
 
 impl Default for Builder {
@@ -69,6 +70,7 @@ impl Builder {
             stall_threshold: None,
             schedtrace: None,
             deadlock: None,
+            deadlock_default: None,
         }
     }
 
@@ -203,6 +205,14 @@ impl Builder {
         self
     }
 
+    /// The deadlock diagnostic's mode when neither [`Builder::deadlock`] nor
+    /// `NUMA_RT_DEADLOCK` sets it (`#[numa_rt::test]` uses `Panic`).
+    #[doc(hidden)]
+    pub fn deadlock_default(&mut self, mode: DeadlockMode) -> &mut Self {
+        self.deadlock_default = Some(mode);
+        self
+    }
+
     /// Builds the runtime; its threads start at once.
     ///
     /// Errors (`InvalidInput`) name what was wrong: `max_procs(0)`, a zero
@@ -253,6 +263,7 @@ impl Builder {
         let deadlock = match self.deadlock {
             Some(d) => d,
             None => sysmon::env(sysmon::DEADLOCK_ENV, sysmon::parse_deadlock)?
+                .or(self.deadlock_default)
                 .unwrap_or_else(DeadlockMode::default_for_build),
         };
         let max_procs = match self.max_procs {

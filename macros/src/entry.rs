@@ -17,7 +17,13 @@ use syn::spanned::Spanned;
 use syn::{AttrStyle, Attribute, Expr, Ident, ItemFn, Lit, LitStr, Path, ReturnType, Token, UnOp};
 
 /// The argument names both attributes accept, in the order the error message lists them.
-const KNOWN_ARGS: &[&str] = &["max_procs", "topology", "global_queue_interval", "crate"];
+const KNOWN_ARGS: &[&str] = &[
+    "max_procs",
+    "topology",
+    "global_queue_interval",
+    "deadlock",
+    "crate",
+];
 
 /// The message a failed runtime construction panics with.
 const BUILD_FAILED: &str = "failed to build the numa_rt runtime";
@@ -121,7 +127,8 @@ impl Parse for Arg {
         if !input.peek(Ident::peek_any) {
             return Err(input.error(
                 "expected an argument such as `max_procs = 4`; \
-                 the arguments are `max_procs`, `topology`, `global_queue_interval` and `crate`",
+                 the arguments are `max_procs`, `topology`, `global_queue_interval`, \
+                 `deadlock` and `crate`",
             ));
         }
         let key = input.call(Ident::parse_any)?;
@@ -173,13 +180,19 @@ struct Config {
     global_queue_interval: Option<(Ident, Literal)>,
     /// `topology = "spec"`.
     topology: Option<(Ident, LitStr)>,
+    /// `deadlock = "warn" | "panic" | "off"`: the deadlock diagnostic
+    /// (tests default to `panic`).
+    deadlock: Option<(Ident, Ident)>,
 }
 
 impl Config {
     /// Whether any runtime setting (as opposed to `crate`) was given, i.e. whether the runtime is
     /// built with `Builder` rather than `Runtime::new()`.
     fn uses_builder(&self) -> bool {
-        self.max_procs.is_some() || self.global_queue_interval.is_some() || self.topology.is_some()
+        self.max_procs.is_some()
+            || self.global_queue_interval.is_some()
+            || self.topology.is_some()
+            || self.deadlock.is_some()
     }
 }
 
@@ -233,6 +246,21 @@ fn apply_arg(config: &mut Config, seen: &mut Vec<String>, arg: Arg) -> syn::Resu
                 ));
             }
             config.topology = Some((arg.key, lit));
+        }
+        "deadlock" => {
+            let lit = string_lit(&name, &arg.value, "\"warn\"")?;
+            let variant = match lit.value().as_str() {
+                "warn" => "Warn",
+                "panic" => "Panic",
+                "off" => "Off",
+                other => {
+                    return Err(syn::Error::new_spanned(
+                        &lit,
+                        format!("`deadlock` is \"warn\", \"panic\" or \"off\", not {other:?}"),
+                    ))
+                }
+            };
+            config.deadlock = Some((arg.key, Ident::new(variant, lit.span())));
         }
         "crate" => {
             let lit = string_lit(&name, &arg.value, "\"numa_rt\"")?;
@@ -402,12 +430,12 @@ fn unnameable(tokens: TokenStream) -> bool {
 }
 
 /// The expression that creates the runtime, per `config`.
-fn runtime_expr(config: &Config) -> TokenStream {
+fn runtime_expr(kind: Kind, config: &Config) -> TokenStream {
     let krate = match &config.crate_path {
         Some(path) => path.to_token_stream(),
         None => quote!(::numa_rt),
     };
-    if !config.uses_builder() {
+    if !config.uses_builder() && kind != Kind::Test {
         return quote! { #krate::Runtime::new().expect(#BUILD_FAILED) };
     }
     let mut calls = TokenStream::new();
@@ -426,6 +454,17 @@ fn runtime_expr(config: &Config) -> TokenStream {
         calls.extend(quote_spanned! {key.span()=>
             .topology(#krate::numa::Topology::from_spec(#spec).expect(#msg))
         });
+    }
+    match &config.deadlock {
+        Some((key, variant)) => calls.extend(quote_spanned! {key.span()=>
+            .deadlock(#krate::DeadlockMode::#variant)
+        }),
+        // A test that hangs on a deadlock fails instead, with the
+        // diagnostic (unless NUMA_RT_DEADLOCK says otherwise).
+        None if kind == Kind::Test => calls.extend(quote! {
+            .deadlock_default(#krate::DeadlockMode::Panic)
+        }),
+        None => {}
     }
     quote! { #krate::Builder::new() #calls .build().expect(#BUILD_FAILED) }
 }
@@ -458,7 +497,7 @@ fn expand_fn(kind: Kind, config: &Config, func: ItemFn) -> TokenStream {
     };
     let ret = Ident::new("__numa_rt_ret", ret_span);
     let typed = !unnameable(output.clone());
-    let runtime = runtime_expr(config);
+    let runtime = runtime_expr(kind, config);
 
     // The body's `?` and `return` leave the async block, so its output type must be the function's
     // return type. A `return` of that type ahead of the body (never taken) fixes it up front, for
@@ -613,7 +652,7 @@ mod tests {
     fn unknown_argument() {
         assert_eq!(
             arg_errors("foo = 1"),
-            ["unknown attribute `foo`: expected one of `max_procs`, `topology`, `global_queue_interval`, `crate`"]
+            ["unknown attribute `foo`: expected one of `max_procs`, `topology`, `global_queue_interval`, `deadlock`, `crate`"]
         );
         assert!(arg_errors("worker_threads = 2")[0]
             .ends_with("numa_rt calls the worker count `max_procs`"));
