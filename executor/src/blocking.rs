@@ -11,6 +11,11 @@ use crate::scheduler::{context, machine};
 ///
 /// After `f` returns, the rest of the current task's poll runs on this
 /// thread without a P; the M then waits in its node's pool for a P.
+///
+/// While `f` runs the thread is not a worker: `f` may call
+/// [`Handle::block_on`](crate::Handle::block_on) (of this runtime, through
+/// `Handle::current()`, or of another one), which a task may not do
+/// directly. `spawn_local` is not available inside `f`.
 pub fn block_in_place<F, R>(f: F) -> R
 where
     F: FnOnce() -> R,
@@ -32,5 +37,6 @@ where
             Err(core) => *w.core.borrow_mut() = Some(core),
         }
     });
+    let _left = context::leave_worker();
     f()
 }

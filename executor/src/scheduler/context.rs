@@ -117,9 +117,39 @@ pub(crate) fn current_node_of(shared: &Arc<Shared>) -> Option<usize> {
     })
 }
 
-/// Whether this thread is an M of any numa_rt runtime.
+/// Whether this thread is an M of any numa_rt runtime (and not inside
+/// `block_in_place`, which leaves the worker role while its closure runs).
 pub(crate) fn in_worker() -> bool {
     with_worker(|w| w.is_some())
+}
+
+/// Leaves the worker role (and this thread's pinned queue) until the guard
+/// drops: what `block_in_place` does around its closure, so the closure may
+/// block, including in `Handle::block_on` of this or another runtime (tokio
+/// allows the same). The entered runtime stays, so `Handle::current()`
+/// works. While it is left, this thread's spawns and wakes go through the
+/// node queues, as on any thread outside the runtime.
+pub(crate) fn leave_worker() -> LeftWorker {
+    let worker = WORKER.with(|w| w.replace(ptr::null()));
+    let local = LOCAL.with(|l| l.borrow_mut().take());
+    LeftWorker { worker, local }
+}
+
+/// Restores the worker role taken by [`leave_worker`] (also when the
+/// closure unwinds).
+pub(crate) struct LeftWorker {
+    worker: *const Worker,
+    local: Option<Arc<LocalQueue>>,
+}
+
+impl Drop for LeftWorker {
+    fn drop(&mut self) {
+        // The pointer was this thread's own `WORKER`, still alive: the guard
+        // lives inside a call made from the M's run function.
+        WORKER.with(|w| w.set(self.worker));
+        let local = self.local.take();
+        LOCAL.with(|l| *l.borrow_mut() = local);
+    }
 }
 
 /// The runtime entered on this thread.

@@ -7,8 +7,13 @@
 //! once without registering, but still takes a unit of coop budget. Dropping
 //! a timer removes its entry, so churn never grows a P's timer set.
 //!
-//! After the runtime shuts down, a pending timer never completes: its waker
-//! was dropped with the runtime's tasks.
+//! After the runtime shuts down a timer can never fire. Shutdown wakes every
+//! pending timer's waiter: the runtime's own tasks are dropped; a waiter
+//! outside it (a foreign thread in `Handle::block_on` or another executor)
+//! polls again and, like a timer first polled after shutdown, panics with
+//! [`SHUTDOWN_MESSAGE`] instead of waiting forever (tokio does the same;
+//! sockets return an error instead, since their operations return
+//! `io::Result`). A timer whose deadline has already passed still completes.
 
 mod interval;
 
@@ -48,10 +53,15 @@ pub mod error {
     }
 }
 
+/// The panic message of a timer polled after its runtime shut down.
+pub const SHUTDOWN_MESSAGE: &str = "numa_rt runtime has shut down: a timer (sleep, timeout, \
+     interval) polled after its runtime shut down can never fire";
+
 /// Waits until `duration` has elapsed.
 ///
 /// # Panics
-/// When polled (with a deadline still ahead) outside a numa_rt runtime.
+/// When polled (with a deadline still ahead) outside a numa_rt runtime, or
+/// after the runtime shut down ([`SHUTDOWN_MESSAGE`]).
 pub fn sleep(duration: Duration) -> Sleep {
     let now = Instant::now();
     sleep_until(now.checked_add(duration).unwrap_or_else(far_future))
@@ -123,7 +133,11 @@ impl Sleep {
         }
         match &self.entry {
             Some(e) => match e.shared.ps[e.p].timers.poll(e.key, cx.waker()) {
-                TimerState::Pending | TimerState::Shutdown => Poll::Pending,
+                TimerState::Pending => Poll::Pending,
+                TimerState::Shutdown => {
+                    self.entry = None;
+                    shut_down()
+                }
                 TimerState::Fired => {
                     self.entry = None;
                     Poll::Ready(())
@@ -131,16 +145,25 @@ impl Sleep {
             },
             None => {
                 let (shared, p) = context::with_current(|r| (r.shared.clone(), r.pick_p()));
-                if let Some(key) = shared.ps[p]
+                match shared.ps[p]
                     .timers
                     .insert(self.deadline, cx.waker().clone())
                 {
-                    self.entry = Some(Entry { shared, p, key });
+                    Some(key) => self.entry = Some(Entry { shared, p, key }),
+                    None => shut_down(),
                 }
                 Poll::Pending
             }
         }
     }
+}
+
+/// A timer of a runtime that has shut down: it can never fire, and waiting
+/// for it would hang the caller.
+#[cold]
+#[track_caller]
+fn shut_down() -> ! {
+    panic!("{SHUTDOWN_MESSAGE}")
 }
 
 impl Future for Sleep {
