@@ -229,7 +229,10 @@ fn shutdown_fails_pending_io_and_later_polls() {
     let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let _ = fresh_sleep.as_mut().poll(&mut Context::from_waker(&waker));
     }));
-    assert!(polled.is_err(), "a timer first polled after shutdown panics");
+    assert!(
+        polled.is_err(),
+        "a timer first polled after shutdown panics"
+    );
     let (fresh, _) = UnixStream::pair().unwrap();
     let r = Pin::new(&mut &fresh).poll_read(&mut Context::from_waker(&waker), &mut buf);
     assert!(

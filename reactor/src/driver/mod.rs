@@ -271,10 +271,12 @@ impl Reactor {
                      about {} watches; raise it or lower max_procs",
                     procs * 4
                 ),
-                _ => return std::io::Error::new(
-                    e.kind(),
-                    format!("cannot create the reactor of {procs} processors: {e}"),
-                ),
+                _ => {
+                    return std::io::Error::new(
+                        e.kind(),
+                        format!("cannot create the reactor of {procs} processors: {e}"),
+                    )
+                }
             };
             std::io::Error::new(
                 e.kind(),
