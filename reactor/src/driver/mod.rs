@@ -93,14 +93,14 @@
 //! timer's waiter (a task of the runtime is then dropped by the executor; a
 //! waiter outside the runtime — a foreign `block_on` — polls its timer again
 //! and gets a panic naming the shutdown), refuses new registrations and
-//! timers, and unparks every driver.
+//! timers, and unparks every driver. All descriptors are owned and close
+//! when the last clone of the reactor (and every socket that registered with
+//! it) is gone.
 //!
 //! ## Panicking wakers
 //! Every waker is fired through `fault::wake`: a waker that panics is
 //! reported on stderr and the dispatch goes on, so the M that fired it keeps
-//! its P (see `crate::fault`). All descriptors are
-//! owned and close when the last clone of the reactor (and every socket that
-//! registered with it) is gone.
+//! its P (see `crate::fault`).
 
 pub(crate) mod io;
 mod monitor;
