@@ -13,7 +13,9 @@
 //! polls again and, like a timer first polled after shutdown, panics with
 //! [`SHUTDOWN_MESSAGE`] instead of waiting forever (tokio does the same;
 //! sockets return an error instead, since their operations return
-//! `io::Result`). A timer whose deadline has already passed still completes.
+//! `io::Result`). A task of the runtime polled by one of its M's while
+//! shutdown is under way gets `Pending` instead: it is about to be dropped.
+//! A timer whose deadline has already passed still completes.
 
 mod interval;
 
@@ -135,8 +137,8 @@ impl Sleep {
             Some(e) => match e.shared.ps[e.p].timers.poll(e.key, cx.waker()) {
                 TimerState::Pending => Poll::Pending,
                 TimerState::Shutdown => {
-                    self.entry = None;
-                    shut_down()
+                    let e = self.entry.take().expect("matched Some");
+                    shut_down(&e.shared)
                 }
                 TimerState::Fired => {
                     self.entry = None;
@@ -149,20 +151,29 @@ impl Sleep {
                     .timers
                     .insert(self.deadline, cx.waker().clone())
                 {
-                    Some(key) => self.entry = Some(Entry { shared, p, key }),
-                    None => shut_down(),
+                    Some(key) => {
+                        self.entry = Some(Entry { shared, p, key });
+                        Poll::Pending
+                    }
+                    None => shut_down(&shared),
                 }
-                Poll::Pending
             }
         }
     }
 }
 
 /// A timer of a runtime that has shut down: it can never fire, and waiting
-/// for it would hang the caller.
+/// for it would hang the caller, so it panics — except in a task of that
+/// runtime, polled by one of its own M's while shutdown is under way: that
+/// task is about to be dropped, and `Pending` lets it go quietly.
 #[cold]
 #[track_caller]
-fn shut_down() -> ! {
+fn shut_down(shared: &Arc<Shared>) -> Poll<()> {
+    let own_worker = context::current_p().is_some()
+        && context::try_current().is_some_and(|r| Arc::ptr_eq(&r.shared, shared));
+    if own_worker {
+        return Poll::Pending;
+    }
     panic!("{SHUTDOWN_MESSAGE}")
 }
 
