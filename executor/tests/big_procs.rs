@@ -9,24 +9,24 @@ use std::sync::mpsc;
 
 /// The descriptors a runtime of `procs` P's needs, plus slack for the test
 /// harness and the runtime's other descriptors.
-fn fds_needed(procs: usize) -> u64 {
-    (procs * numa_rt_reactor::FDS_PER_PROC + 64) as u64
+fn fds_needed(procs: usize) -> libc::rlim_t {
+    (procs * numa_rt_reactor::FDS_PER_PROC + 64) as libc::rlim_t
 }
 
-fn nofile() -> (u64, u64) {
+fn nofile() -> (libc::rlim_t, libc::rlim_t) {
     let mut r = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
     // SAFETY: `r` is a valid, writable rlimit.
     assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) }, 0);
-    (r.rlim_cur as u64, r.rlim_max as u64)
+    (r.rlim_cur, r.rlim_max)
 }
 
-fn set_nofile(soft: u64, hard: u64) -> bool {
+fn set_nofile(soft: libc::rlim_t, hard: libc::rlim_t) -> bool {
     let r = libc::rlimit {
-        rlim_cur: soft as libc::rlim_t,
-        rlim_max: hard as libc::rlim_t,
+        rlim_cur: soft,
+        rlim_max: hard,
     };
     // SAFETY: `r` is a valid rlimit.
     unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &r) == 0 }

@@ -171,5 +171,5 @@ pub(crate) fn nofile_limit() -> Option<u64> {
     };
     // SAFETY: `r` is a valid, writable rlimit for the call's duration.
     let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0;
-    (ok && r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur as u64)
+    (ok && r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur)
 }
