@@ -171,7 +171,11 @@ pub(crate) fn start(
     match spawned {
         Ok(h) => {
             let mut threads = shared.machines.threads.lock().unwrap();
-            threads.retain(|t| !t.is_finished());
+            // Reap finished threads only when the list would grow: a scan
+            // per start made starting N M's quadratic (build at 1,024 P's).
+            if threads.len() == threads.capacity() {
+                threads.retain(|t| !t.is_finished());
+            }
             threads.push(h);
             Ok(())
         }
