@@ -100,14 +100,25 @@ impl<T: AsyncRead> hyper::rt::Read for Io<T> {
         // capacity each time (about 3% of a hello-world request's CPU); a
         // path that reads numa_rt's own sockets into uninit memory would
         // avoid it.
-        let n = match self.project().poll_read(cx, buf.initialize_unfilled()) {
+        let unfilled = buf.initialize_unfilled();
+        let len = unfilled.len();
+        let n = match self.project().poll_read(cx, unfilled) {
             Poll::Ready(Ok(n)) => n,
             Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
             Poll::Pending => return Poll::Pending,
         };
-        // SAFETY: the reader wrote `n` bytes into the (already initialized)
-        // unfilled part of the buffer; a well-behaved reader returns at most
-        // its length, and the cursor asserts that bound.
+        // `AsyncRead` is a safe trait: a buggy reader may claim more bytes
+        // than it was given, and hyper's cursor does not check (its
+        // `advance` only adds to the filled count).
+        if n > len {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("AsyncRead::poll_read reported {n} bytes read into a {len}-byte buffer"),
+            )));
+        }
+        // SAFETY: `advance(n)` requires the first `n` unfilled bytes to be
+        // initialized. `initialize_unfilled` initialized all `len` of them,
+        // and `n <= len` was checked just above.
         unsafe { buf.advance(n) };
         Poll::Ready(Ok(()))
     }

@@ -11,15 +11,18 @@ use crate::scheduler::{context, machine};
 ///
 /// After `f` returns, the rest of the current task's poll runs on this
 /// thread without a P; the M then waits in its node's pool for a P.
+///
+/// While `f` runs the thread is not a worker: `f` may call
+/// [`Handle::block_on`](crate::Handle::block_on) (of this runtime, through
+/// `Handle::current()`, or of another one), which a task may not do
+/// directly. `spawn_local` is not available inside `f`.
 pub fn block_in_place<F, R>(f: F) -> R
 where
     F: FnOnce() -> R,
 {
-    context::with_worker(|w| {
-        let Some(w) = w else { return };
-        let Some(core) = w.core.borrow_mut().take() else {
-            return;
-        };
+    let kept = context::with_worker(|w| {
+        let w = w?;
+        let core = w.core.borrow_mut().take()?;
         let shared = w.shared.clone();
         match machine::handoff(&shared, core) {
             Ok(()) => {
@@ -27,11 +30,13 @@ where
                 // pinned wakes no longer target the P we gave away.
                 numa_rt_reactor::context::set_current_p(None);
                 w.machine.local.set_machine_p(usize::MAX);
+                None
             }
             // No thread could be started: keep the P and block with it.
-            Err(core) => *w.core.borrow_mut() = Some(core),
+            Err(core) => Some(core),
         }
     });
+    let _left = context::leave_worker(kept);
     f()
 }
 

@@ -88,7 +88,9 @@ impl Builder {
         self
     }
 
-    /// A function that names each new thread.
+    /// A function that names each new thread. If it panics (or returns a
+    /// name with a NUL byte), that is reported on stderr and the thread is
+    /// named `numa_rt-worker`.
     pub fn thread_name_fn(&mut self, f: impl Fn() -> String + Send + Sync + 'static) -> &mut Self {
         self.thread_name = Arc::new(f);
         self
@@ -126,19 +128,27 @@ impl Builder {
         self
     }
 
-    /// Runs `f` on each runtime thread when it starts.
+    /// Runs `f` on each runtime thread (each M) when it starts.
+    ///
+    /// If `f` panics, the panic is reported on stderr (a `numa_rt: the
+    /// on_thread_start hook panicked …` line after the panic hook's) and the
+    /// thread serves as usual, as in tokio: `build()` has already returned
+    /// `Ok` when the hooks run, and the runtime never hangs on a hook.
     pub fn on_thread_start(&mut self, f: impl Fn() + Send + Sync + 'static) -> &mut Self {
         self.on_thread_start = Some(Arc::new(f));
         self
     }
 
-    /// Runs `f` on each runtime thread before it stops.
+    /// Runs `f` on each runtime thread (each M) before it stops. A panic is
+    /// reported on stderr and the thread stops as usual.
     pub fn on_thread_stop(&mut self, f: impl Fn() + Send + Sync + 'static) -> &mut Self {
         self.on_thread_stop = Some(Arc::new(f));
         self
     }
 
     /// Uses `topology` instead of the machine's (or `NUMA_RT_TOPOLOGY`'s).
+    /// `build()` rejects a topology naming a CPU outside the process's
+    /// affinity mask, with the error `NUMA_RT_TOPOLOGY` gives.
     pub fn topology(&mut self, topology: Topology) -> &mut Self {
         self.topology = Some(topology);
         self
@@ -217,7 +227,13 @@ impl Builder {
     ///
     /// Errors (`InvalidInput`) name what was wrong: `max_procs(0)`, a zero
     /// interval or blocking-thread cap, an invalid `NUMA_RT_MAXPROCS` or
-    /// `NUMA_RT_TOPOLOGY`.
+    /// `NUMA_RT_TOPOLOGY`, a [`topology`](Builder::topology) naming CPUs
+    /// this process may not use. Errors from the OS name the setting or
+    /// limit behind them: a `thread_stack_size` the OS refuses, more
+    /// threads than it allows, more descriptors than `RLIMIT_NOFILE`
+    /// allows (each processor needs
+    /// [`FDS_PER_PROC`](numa_rt_reactor::FDS_PER_PROC)). A failed build
+    /// leaves no thread behind.
     pub fn build(&mut self) -> io::Result<Runtime> {
         let invalid = |msg: String| io::Error::new(io::ErrorKind::InvalidInput, msg);
         if self.max_procs == Some(0) {
@@ -274,7 +290,14 @@ impl Builder {
             },
         };
         let topology = match &self.topology {
-            Some(t) => t.clone(),
+            // The same check NUMA_RT_TOPOLOGY's spec gets: M's are bound to
+            // their node's CPUs, and a CPU outside the affinity mask would
+            // make that binding fail at run time.
+            Some(t) => {
+                t.check_allowed("Builder::topology")
+                    .map_err(io::Error::from)?;
+                t.clone()
+            }
             None => match Topology::from_env().map_err(io::Error::from)? {
                 Some(t) => t,
                 None => Topology::discover()?,

@@ -27,3 +27,37 @@ pub(crate) struct Config {
     /// sysmon: what the deadlock diagnostic does.
     pub(crate) deadlock: crate::sysmon::DeadlockMode,
 }
+
+/// The name a new thread gets when the user's `thread_name_fn` panics.
+pub(crate) const DEFAULT_THREAD_NAME: &str = "numa_rt-worker";
+
+impl Config {
+    /// A name for a new runtime thread, from the user's `thread_name_fn`.
+    pub(crate) fn name_thread(&self) -> String {
+        name_thread(&self.thread_name)
+    }
+}
+
+/// Calls a `thread_name_fn`, containing a panic: the runtime is often
+/// starting a thread to take over a processor (or a blocking closure) when
+/// it asks for a name, and a panic there would strand that work. The panic
+/// is reported on stderr and the thread gets [`DEFAULT_THREAD_NAME`].
+pub(crate) fn name_thread(f: &Arc<dyn Fn() -> String + Send + Sync>) -> String {
+    let name = numa_rt_reactor::fault::contain(
+        "the thread_name_fn hook",
+        "the thread is named numa_rt-worker",
+        || f(),
+    );
+    match name {
+        // std panics on a name with a NUL byte (it becomes a C string).
+        Some(n) if n.contains('\0') => {
+            eprintln!(
+                "numa_rt: thread_name_fn returned {n:?}, which contains a NUL byte; \
+                 the thread is named {DEFAULT_THREAD_NAME}"
+            );
+            DEFAULT_THREAD_NAME.to_owned()
+        }
+        Some(n) => n,
+        None => DEFAULT_THREAD_NAME.to_owned(),
+    }
+}

@@ -53,3 +53,44 @@ fn env_vars() {
     assert!(e.to_string().contains("NUMA_RT_TOPOLOGY"), "{e}");
     std::env::remove_var("NUMA_RT_TOPOLOGY");
 }
+
+/// `Builder::topology` gets the affinity check `NUMA_RT_TOPOLOGY` makes: a
+/// CPU outside the process's mask is refused by build(), not found at run
+/// time by a failing `sched_setaffinity`.
+#[test]
+fn a_topology_with_cpus_outside_the_affinity_mask() {
+    let allowed = numa_rt_numa::sys::allowed_cpus().unwrap();
+    let outside = allowed.iter().max().unwrap() + 1;
+    let first = allowed.iter().next().unwrap();
+    let everything = numa_rt_numa::CpuSet::parse(&format!("0-{outside}")).unwrap();
+    let spec = format!("{first};{outside}");
+    let t = numa_rt_numa::Topology::from_spec_within(&spec, &everything).unwrap();
+    let e = err_of(Builder::new().max_procs(2).topology(t));
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    let msg = e.to_string();
+    assert!(
+        msg.contains("Builder::topology")
+            && msg.contains(&format!("node1 names CPU {outside}"))
+            && msg.contains("may not use"),
+        "{msg}"
+    );
+    // The same wording as the spec check (NUMA_RT_TOPOLOGY's).
+    let spec_err = numa_rt_numa::Topology::from_spec(&spec).unwrap_err();
+    assert_eq!(
+        spec_err.kind(),
+        numa_rt_numa::TopologyErrorKind::CpuNotAllowed
+    );
+    let detail = |s: &str| s.split_once(": ").map(|(_, d)| d.to_owned()).unwrap();
+    assert_eq!(detail(&msg), detail(&spec_err.to_string()));
+}
+
+/// An OS refusal names the setting behind it.
+#[test]
+fn a_stack_size_the_os_refuses_names_the_setting() {
+    let e = err_of(Builder::new().max_procs(2).thread_stack_size(usize::MAX));
+    let msg = e.to_string();
+    assert!(
+        msg.contains(&format!("thread_stack_size({})", usize::MAX)),
+        "{msg}"
+    );
+}

@@ -65,3 +65,50 @@ fn pinned_tasks_run_again_after_block_in_place() {
     let handbacks: u64 = rt.metrics().procs().iter().map(|p| p.handbacks).sum();
     assert!(handbacks >= 1, "the P was never handed back");
 }
+
+/// tokio's documented pattern: a task blocks on a future of its own runtime
+/// from inside `block_in_place`. It used to panic ("Cannot block_on from
+/// inside a numa_rt worker thread"), though the message recommended
+/// block_in_place.
+#[test]
+fn block_on_of_the_same_runtime_inside_block_in_place() {
+    let rt = rt(2);
+    let got = rt.block_on(rt.spawn(async {
+        block_in_place(|| {
+            let h = numa_rt_executor::Handle::current();
+            // The inner future spawns on the runtime and awaits it: the
+            // runtime keeps running while this M blocks.
+            h.block_on(async { spawn(async { 40 }).await.unwrap() + 2 })
+        })
+    }));
+    assert_eq!(got.unwrap(), 42);
+    // The M got its worker role back: a direct block_on from a task still
+    // panics with the clear message.
+    let direct = rt.block_on(rt.spawn(async {
+        let h = numa_rt_executor::Handle::current();
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h.block_on(async {}))).is_err()
+    }));
+    assert!(direct.unwrap(), "block_on directly in a task still panics");
+}
+
+/// Another runtime's `block_on` inside `block_in_place`.
+#[test]
+fn block_on_of_another_runtime_inside_block_in_place() {
+    let a = rt(1);
+    let b = rt(1);
+    let hb = b.handle().clone();
+    let got = a.block_on(a.spawn(async move {
+        block_in_place(move || hb.block_on(async { spawn(async { 7 }).await.unwrap() }))
+    }));
+    assert_eq!(got.unwrap(), 7);
+}
+
+/// On a `block_on` thread (no worker) block_in_place also leaves the
+/// runtime's `block_on` context, so a nested `block_on` works there too.
+#[test]
+fn block_on_inside_block_in_place_on_a_block_on_thread() {
+    let rt = rt(1);
+    let h = rt.handle().clone();
+    let got = rt.block_on(async move { block_in_place(|| h.block_on(async { 3 })) });
+    assert_eq!(got, 3);
+}

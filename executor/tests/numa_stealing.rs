@@ -408,12 +408,13 @@ impl Future for Parked {
 /// wake-ups fired by a plain thread — must still run while the only P is
 /// busy, as Go's 1-in-61 global-queue check guarantees for a flat runtime.
 ///
-/// Fails today: `Shared::next_node` (scheduler/mod.rs) hands outside work
-/// round-robin to every node, including one with no P, and a P's fairness
-/// check and `take_batch` read only its own node's queue, so that work waits
-/// until the P has nothing at all to do (remote steal) — forever under a
-/// steady load. The busy task below gives up after `BUSY_BUDGET` polls
-/// (bounded), after which the P steals the stranded tasks and the test ends.
+/// Work aimed at the node without P's is queued on the node serving it
+/// (`Node::served_by`); before that, it waited until the P had nothing at
+/// all to do (remote steal) — forever under a steady load. The busy task
+/// below counts its polls only once every outside task has been submitted
+/// (before that it waits, bounded by `HANG`: a descheduled test thread must
+/// not make it spend its budget early), then gives up after `BUSY_BUDGET`
+/// polls, after which the P steals any stranded tasks and the test fails.
 #[test]
 fn outside_work_runs_while_busy_with_a_node_without_procs() {
     let Some(topology) =
@@ -437,10 +438,17 @@ fn outside_work_runs_while_busy_with_a_node_without_procs() {
     let expected = 2 * OUTSIDE as u64;
     let (started_tx, started_rx) = mpsc::channel();
     let r = ran.clone();
+    let submitted = Arc::new(AtomicBool::new(false));
+    let all_in = submitted.clone();
     // Keeps the only P busy (it yields, so it never runs dry and steals),
-    // until every outside task has run or the budget is spent.
+    // until every outside task has run or, once they are all submitted, the
+    // budget is spent.
     let busy = rt.handle().spawn_on(p_node, async move {
         let _ = started_tx.send(());
+        let deadline = std::time::Instant::now() + HANG;
+        while !all_in.load(SeqCst) && std::time::Instant::now() < deadline {
+            yield_now().await;
+        }
         for i in 0..BUSY_BUDGET {
             if r.load(SeqCst) == expected {
                 return Ok(i);
@@ -488,6 +496,7 @@ fn outside_work_runs_while_busy_with_a_node_without_procs() {
         };
         waker.wake();
     }
+    submitted.store(true, SeqCst);
 
     let polls = block_on_guarded(rt.handle(), "the busy task", busy).unwrap();
     let m = rt.metrics();

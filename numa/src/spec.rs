@@ -45,6 +45,19 @@ pub(crate) fn cpus_phrase(cpus: &CpuSet) -> String {
     }
 }
 
+/// "node1 names CPU 7, which this process may not use (its CPUs are 0-1)".
+pub(crate) fn not_allowed_detail(node: usize, outside: &CpuSet, allowed: &CpuSet) -> String {
+    format!(
+        "node{node} names {}, which this process may not use (its CPUs are {})",
+        cpus_phrase(outside),
+        if allowed.is_empty() {
+            "unknown".to_owned()
+        } else {
+            allowed.to_string()
+        },
+    )
+}
+
 /// Parses and checks `spec` against the CPUs the process may use.
 pub(crate) fn parse(spec: &str, allowed: &CpuSet) -> Result<Spec, SpecError> {
     if spec.trim().is_empty() {
@@ -75,15 +88,7 @@ pub(crate) fn parse(spec: &str, allowed: &CpuSet) -> Result<Spec, SpecError> {
         if !outside.is_empty() {
             return Err((
                 Kind::CpuNotAllowed,
-                format!(
-                    "node{i} names {}, which this process may not use (its CPUs are {})",
-                    cpus_phrase(&outside),
-                    if allowed.is_empty() {
-                        "unknown".to_owned()
-                    } else {
-                        allowed.to_string()
-                    },
-                ),
+                not_allowed_detail(i, &outside, allowed),
             ));
         }
         for (j, earlier) in nodes.iter().enumerate() {

@@ -168,6 +168,39 @@ impl Topology {
         Ok(Topology::simulated(nodes, spec::default_distances(n)))
     }
 
+    /// Checks that every CPU of every node is one the process may use (its
+    /// affinity mask): the check [`from_spec`](Topology::from_spec) and
+    /// `NUMA_RT_TOPOLOGY` make, for a topology built some other way (e.g.
+    /// [`from_spec_within`](Topology::from_spec_within)) before a runtime
+    /// binds its threads to it. The error (kind
+    /// [`CpuNotAllowed`](Kind::CpuNotAllowed)) is about `what` and names
+    /// the node and the CPUs.
+    pub fn check_allowed(&self, what: &str) -> Result<(), TopologyError> {
+        let allowed = sys::allowed_cpus().map_err(|e| {
+            TopologyError::io(
+                what.to_owned(),
+                "cannot read the CPUs this process may use",
+                e,
+            )
+        })?;
+        self.check_within(what, &allowed)
+    }
+
+    /// [`check_allowed`](Topology::check_allowed) against `allowed`.
+    pub fn check_within(&self, what: &str, allowed: &CpuSet) -> Result<(), TopologyError> {
+        for (i, node) in self.nodes.iter().enumerate() {
+            let outside = node.cpus().difference(allowed);
+            if !outside.is_empty() {
+                return Err(TopologyError::new(
+                    Kind::CpuNotAllowed,
+                    what.to_owned(),
+                    spec::not_allowed_detail(i, &outside, allowed),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The topology `NUMA_RT_TOPOLOGY` asks for, in the spec syntax of
     /// [`from_spec`](Topology::from_spec): `Ok(None)` when the variable is
     /// unset or blank, an error naming the variable and its value when the

@@ -26,11 +26,13 @@
 pub mod context;
 pub mod coop;
 mod driver;
+#[doc(hidden)]
+pub mod fault;
 pub mod net;
 mod sys;
 pub mod time;
 
-pub use driver::{Driver, DriverStats, Reactor, SysmonHook, Unparker};
+pub use driver::{Driver, DriverStats, Reactor, SysmonHook, Unparker, FDS_PER_PROC};
 
 #[cfg(test)]
 mod tests {

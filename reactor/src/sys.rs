@@ -161,3 +161,15 @@ pub(crate) fn timerfd_set(fd: &OwnedFd, after: Option<Duration>) -> io::Result<(
     cvt(unsafe { libc::timerfd_settime(fd.as_raw_fd(), 0, &spec, std::ptr::null_mut()) })?;
     Ok(())
 }
+
+/// The soft limit on open descriptors (`RLIMIT_NOFILE`), if it can be read
+/// and is finite.
+pub(crate) fn nofile_limit() -> Option<u64> {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `r` is a valid, writable rlimit for the call's duration.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0;
+    (ok && r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur)
+}

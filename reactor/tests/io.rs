@@ -209,18 +209,38 @@ fn shutdown_fails_pending_io_and_later_polls() {
     reactor.shutdown();
     assert_eq!(
         count.0.load(Ordering::SeqCst),
-        1,
-        "pending I/O woken by shutdown"
+        2,
+        "pending I/O and the pending timer woken by shutdown"
     );
-    assert_eq!(reactor.pending_timers(), 0, "timer wakers dropped");
+    assert_eq!(reactor.pending_timers(), 0, "timers removed");
     match Pin::new(&mut a).poll_read(&mut Context::from_waker(&waker), &mut buf) {
         Poll::Ready(Err(e)) => assert!(e.to_string().contains("shut down"), "{e}"),
         other => panic!("expected a shutdown error, got {other:?}"),
     }
+    // On one of the runtime's own M's (a P held), the task polling it is
+    // about to be dropped: Pending, quietly.
     assert!(sleep
         .as_mut()
         .poll(&mut Context::from_waker(&waker))
         .is_pending());
+    // Anywhere else (a foreign thread, a block_on), a timer that can never
+    // fire panics rather than leave its waiter hanging.
+    let mut sleep = Box::pin(time::sleep(Duration::from_secs(3600)));
+    context::set_current_p(None);
+    let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = sleep.as_mut().poll(&mut Context::from_waker(&waker));
+    }));
+    let msg = polled.expect_err("polling a timer after shutdown panics");
+    let msg = msg.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert_eq!(msg, time::SHUTDOWN_MESSAGE);
+    let mut fresh_sleep = Box::pin(time::sleep(Duration::from_secs(1)));
+    let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = fresh_sleep.as_mut().poll(&mut Context::from_waker(&waker));
+    }));
+    assert!(
+        polled.is_err(),
+        "a timer first polled after shutdown panics"
+    );
     let (fresh, _) = UnixStream::pair().unwrap();
     let r = Pin::new(&mut &fresh).poll_read(&mut Context::from_waker(&waker), &mut buf);
     assert!(

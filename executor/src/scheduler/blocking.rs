@@ -154,7 +154,8 @@ impl Inner {
         } else if st.threads < this.max {
             st.threads += 1;
             let me = this.clone();
-            let mut b = std::thread::Builder::new().name((this.thread_name)());
+            let mut b =
+                std::thread::Builder::new().name(crate::config::name_thread(&this.thread_name));
             if let Some(s) = this.stack_size {
                 b = b.stack_size(s);
             }

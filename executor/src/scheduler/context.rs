@@ -43,6 +43,8 @@ thread_local! {
     static RUNTIME: RefCell<Option<Arc<Shared>>> = const { RefCell::new(None) };
     /// Where `spawn_local` puts tasks on this thread.
     static LOCAL: RefCell<Option<Arc<LocalQueue>>> = const { RefCell::new(None) };
+    /// Set while this thread runs a `block_in_place` closure.
+    static BLOCKING: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Resets the worker pointer when the M's run function ends.
@@ -117,9 +119,50 @@ pub(crate) fn current_node_of(shared: &Arc<Shared>) -> Option<usize> {
     })
 }
 
-/// Whether this thread is an M of any numa_rt runtime.
+/// Whether this thread is an M of any numa_rt runtime, outside
+/// `block_in_place` (see [`leave_worker`]).
 pub(crate) fn in_worker() -> bool {
-    with_worker(|w| w.is_some())
+    with_worker(|w| w.is_some()) && !BLOCKING.with(Cell::get)
+}
+
+/// What `block_in_place` does around its closure, so that the closure may
+/// block, including in `Handle::block_on` of this or another runtime (tokio
+/// allows the same): until the guard drops, this thread counts as outside a
+/// worker for `block_on`'s check, its pinned queue is set aside (so
+/// `block_on` installs its own), and `kept` — the P's core, when no M could
+/// take it — is held by the guard rather than the worker, so wakes made on
+/// this thread go to the node queue instead of a P whose M is blocked. The
+/// M stays an M of its node (`current_node` answers), and the entered
+/// runtime stays (`Handle::current()` works).
+pub(crate) fn leave_worker(kept: Option<BoxCore>) -> LeftWorker {
+    let blocking = BLOCKING.with(|b| b.replace(true));
+    let local = LOCAL.with(|l| l.borrow_mut().take());
+    LeftWorker {
+        blocking,
+        local,
+        kept,
+    }
+}
+
+/// Restores what [`leave_worker`] set aside (also when the closure unwinds).
+pub(crate) struct LeftWorker {
+    blocking: bool,
+    local: Option<Arc<LocalQueue>>,
+    kept: Option<BoxCore>,
+}
+
+impl Drop for LeftWorker {
+    fn drop(&mut self) {
+        if let Some(core) = self.kept.take() {
+            with_worker(|w| {
+                let w = w.expect("a core is kept only on a worker");
+                *w.core.borrow_mut() = Some(core);
+            });
+        }
+        let local = self.local.take();
+        LOCAL.with(|l| *l.borrow_mut() = local);
+        BLOCKING.with(|b| b.set(self.blocking));
+    }
 }
 
 /// The runtime entered on this thread.

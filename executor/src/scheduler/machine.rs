@@ -144,7 +144,7 @@ pub(crate) fn start(
     core: Option<BoxCore>,
 ) -> Result<(), (std::io::Error, Option<BoxCore>)> {
     let id = shared.machines.next_id.fetch_add(1, Relaxed);
-    let mut b = std::thread::Builder::new().name((shared.config.thread_name)());
+    let mut b = std::thread::Builder::new().name(shared.config.name_thread());
     if let Some(s) = shared.config.thread_stack_size {
         b = b.stack_size(s);
     }
@@ -171,7 +171,11 @@ pub(crate) fn start(
     match spawned {
         Ok(h) => {
             let mut threads = shared.machines.threads.lock().unwrap();
-            threads.retain(|t| !t.is_finished());
+            // Reap finished threads only when the list would grow: a scan
+            // per start made starting N M's quadratic (build at 1,024 P's).
+            if threads.len() == threads.capacity() {
+                threads.retain(|t| !t.is_finished());
+            }
             threads.push(h);
             Ok(())
         }
@@ -222,7 +226,13 @@ fn run_machine(
 ) {
     bind_machine(&shared, machine.node, first_p);
     if let Some(f) = &shared.config.on_thread_start {
-        f();
+        // A panicking hook must not kill an M holding a P (its tasks would
+        // wait forever): reported, and the thread serves as usual.
+        numa_rt_reactor::fault::contain(
+            "the on_thread_start hook",
+            "the thread serves as usual",
+            || f(),
+        );
     }
     let worker = Worker::new(shared.clone(), machine.clone());
     let _cx = context::enter_worker(&worker);
@@ -248,7 +258,11 @@ fn run_machine(
     // Pinned tasks die on their own thread.
     machine.local.close_and_drain();
     if let Some(f) = &shared.config.on_thread_stop {
-        f();
+        numa_rt_reactor::fault::contain(
+            "the on_thread_stop hook",
+            "the thread stops as usual",
+            || f(),
+        );
     }
 }
 
@@ -477,7 +491,14 @@ impl Worker {
                 core.spinning = true;
                 shared.idle.start_spinning(core.node);
             }
-            if core.spinning {
+            // A new M (tick 0, never parked) skips the steal: at build every
+            // M starts spinning, and N of them each scanning N victims made
+            // build() quadratic (1,024 P's: a quarter of its time in
+            // `steal_from`). Nothing is lost: its park re-checks every
+            // queue a spinner may take from (`any_work`), and comes back
+            // spinning if one has work.
+            let fresh = core.tick == 0 && !woke;
+            if core.spinning && !fresh {
                 if let Some(t) = self.steal(&mut core) {
                     core.tick = core.tick.wrapping_add(1);
                     return Some((core, t));

@@ -222,7 +222,8 @@ impl Shared {
             shared.reactor.set_sysmon(hook)?;
         }
         for mut core in cores {
-            let node = shared.procs[core.index].node;
+            let index = core.index;
+            let node = shared.procs[index].node;
             // A new M looks for work before it first parks: it counts as
             // spinning until then, so its node is never taken for one with
             // nobody to serve it (see `Idle::saturated`) while its threads
@@ -230,7 +231,14 @@ impl Shared {
             core.spinning = true;
             shared.idle.start_spinning(node);
             if let Err((e, _)) = machine::start(&shared, node, Some(core)) {
+                let e = thread_start_error(&shared.config, index, nprocs, e);
+                // Stop the M's already started, and wait for them: build()
+                // fails without leaving threads behind.
                 shared.begin_shutdown();
+                shared.reactor.shutdown();
+                shared.machines.wait_all(None, 0);
+                shared.blocking.shutdown(None);
+                shared.drain_all();
                 return Err(e);
             }
         }
@@ -516,3 +524,27 @@ impl Shared {
 
 /// Convenience for the `Core` type's users.
 pub(crate) type BoxCore = Box<Core>;
+
+/// The error of a machine thread that could not be started while building,
+/// naming the setting behind it.
+fn thread_start_error(
+    config: &Config,
+    index: usize,
+    nprocs: usize,
+    e: std::io::Error,
+) -> std::io::Error {
+    let which = format!("thread {} of max_procs({nprocs})", index + 1);
+    let msg = match (config.thread_stack_size, e.raw_os_error()) {
+        (Some(s), Some(libc::EINVAL | libc::ENOMEM)) => format!(
+            "cannot start {which}: the OS refused a stack of Builder::thread_stack_size({s}) \
+             bytes ({e})"
+        ),
+        (_, Some(libc::EAGAIN)) => format!(
+            "cannot start {which}: the OS refuses more threads ({e}); the limit is one of \
+             RLIMIT_NPROC (ulimit -u), kernel.threads-max, vm.max_map_count or the cgroup's \
+             pids.max: raise it or lower max_procs"
+        ),
+        _ => format!("cannot start {which} ({e})"),
+    };
+    std::io::Error::new(e.kind(), msg)
+}

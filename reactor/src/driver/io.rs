@@ -88,6 +88,8 @@ pub(crate) struct Wakeups {
 
 impl Wakeups {
     /// Wakes writers, then readers, then acceptors, on the calling thread.
+    /// A waker that panics is reported and the others still fire (see
+    /// `crate::fault`).
     pub(crate) fn fire(&mut self) {
         for w in self
             .writes
@@ -95,7 +97,7 @@ impl Wakeups {
             .chain(self.reads.drain(..))
             .chain(self.accepts.drain(..))
         {
-            w.wake();
+            crate::fault::wake(w, "an I/O source's waker");
         }
     }
 }

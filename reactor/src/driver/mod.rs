@@ -89,11 +89,18 @@
 //!
 //! ## Shutdown
 //! [`Reactor::shutdown`] marks every source shut down and wakes its waiters
-//! (their next poll fails with "numa_rt runtime has shut down"), drops every
-//! timer's waker without waking it (the executor drops those tasks), refuses
-//! new registrations and timers, and unparks every driver. All descriptors are
-//! owned and close when the last clone of the reactor (and every socket that
-//! registered with it) is gone.
+//! (their next poll fails with "numa_rt runtime has shut down"), wakes every
+//! timer's waiter (a task of the runtime is then dropped by the executor; a
+//! waiter outside the runtime — a foreign `block_on` — polls its timer again
+//! and gets a panic naming the shutdown), refuses new registrations and
+//! timers, and unparks every driver. All descriptors are owned and close
+//! when the last clone of the reactor (and every socket that registered with
+//! it) is gone.
+//!
+//! ## Panicking wakers
+//! Every waker is fired through `fault::wake`: a waker that panics is
+//! reported on stderr and the dispatch goes on, so the M that fired it keeps
+//! its P (see `crate::fault`).
 
 pub(crate) mod io;
 mod monitor;
@@ -121,6 +128,10 @@ const TIMER_TOKEN: Token = Token(usize::MAX);
 const UNPARK_TAG: u64 = u64::MAX;
 /// The park epoll tag of the node's watch epoll (held by the watcher only).
 const WATCH_TAG: u64 = u64::MAX - 1;
+/// Descriptors each P's driver holds: its io poller (mio's epoll) and the
+/// registry's duplicate of it, the timerfd, the park epoll and the unpark
+/// eventfd. Each node adds its watch epoll.
+pub const FDS_PER_PROC: usize = 5;
 /// Events taken from an io poller per drain.
 const EVENTS_PER_DRAIN: usize = 256;
 
@@ -243,9 +254,48 @@ impl Reactor {
 
     /// Builds one driver per entry of `node_of_p` (the NUMA node of each P).
     /// The watcher of a node helps busy P's of that node only.
+    ///
+    /// Each P takes [`FDS_PER_PROC`] descriptors and each node one. An error
+    /// from the OS names the limit that caused it: `RLIMIT_NOFILE` (with the
+    /// number of descriptors needed), the system-wide `fs.file-max`, or
+    /// `fs.epoll.max_user_watches`.
     pub fn with_nodes(node_of_p: &[usize]) -> std::io::Result<Reactor> {
         assert!(!node_of_p.is_empty(), "a reactor needs at least one P");
         let nnodes = node_of_p.iter().max().map_or(1, |&m| m + 1);
+        Reactor::build(node_of_p, nnodes).map_err(|e| {
+            let procs = node_of_p.len();
+            let need = procs * FDS_PER_PROC + nnodes;
+            let limit = match e.raw_os_error() {
+                Some(libc::EMFILE) => format!(
+                    "the process's descriptor limit: {procs} processors need {need} file \
+                     descriptors ({FDS_PER_PROC} per processor, 1 per node) besides those already \
+                     open, and RLIMIT_NOFILE allows {}; raise it (ulimit -n) or lower max_procs",
+                    sys::nofile_limit().map_or("no more".to_owned(), |l| l.to_string())
+                ),
+                Some(libc::ENFILE) => format!(
+                    "the system-wide descriptor limit (fs.file-max): {procs} processors need \
+                     {need} file descriptors; raise it or lower max_procs"
+                ),
+                Some(libc::ENOSPC) => format!(
+                    "the epoll watch limit (fs.epoll.max_user_watches): {procs} processors need \
+                     about {} watches; raise it or lower max_procs",
+                    procs * 4
+                ),
+                _ => {
+                    return std::io::Error::new(
+                        e.kind(),
+                        format!("cannot create the reactor of {procs} processors: {e}"),
+                    )
+                }
+            };
+            std::io::Error::new(
+                e.kind(),
+                format!("cannot create the reactor of {procs} processors ({e}): it hit {limit}"),
+            )
+        })
+    }
+
+    fn build(node_of_p: &[usize], nnodes: usize) -> std::io::Result<Reactor> {
         let mut nodes = Vec::with_capacity(nnodes);
         for n in 0..nnodes {
             let procs: Vec<usize> = (0..node_of_p.len())
@@ -663,7 +713,7 @@ impl Driver {
             .timers
             .fire_expired(Instant::now(), &mut self.timer_wakers);
         for w in self.timer_wakers.drain(..) {
-            w.wake();
+            crate::fault::wake(w, "a timer's waker");
         }
         self.wakeups.fire();
     }

@@ -135,8 +135,10 @@ impl Timers {
         self.lock().map.len()
     }
 
-    /// Drops every timer's waker (their tasks are being torn down) and
-    /// refuses new ones.
+    /// Wakes every timer's waiter and refuses new timers. The runtime's own
+    /// tasks, woken, are dropped by the executor (it has shut down); a
+    /// waiter outside the runtime (a foreign thread's `block_on`) polls its
+    /// timer again and learns that it will never fire ([`TimerState::Shutdown`]).
     pub(crate) fn shutdown(&self) {
         let map = {
             let mut set = self.lock();
@@ -144,6 +146,10 @@ impl Timers {
             self.arm(&mut set, None);
             std::mem::take(&mut set.map)
         };
-        drop(map);
+        // Outside the lock: a waker may run arbitrary code, even poll the
+        // timer again.
+        for (_, w) in map {
+            crate::fault::wake(w, "a timer's waker");
+        }
     }
 }

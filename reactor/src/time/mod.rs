@@ -7,8 +7,15 @@
 //! once without registering, but still takes a unit of coop budget. Dropping
 //! a timer removes its entry, so churn never grows a P's timer set.
 //!
-//! After the runtime shuts down, a pending timer never completes: its waker
-//! was dropped with the runtime's tasks.
+//! After the runtime shuts down a timer can never fire. Shutdown wakes every
+//! pending timer's waiter: the runtime's own tasks are dropped; a waiter
+//! outside it (a foreign thread in `Handle::block_on` or another executor)
+//! polls again and, like a timer first polled after shutdown, panics with
+//! [`SHUTDOWN_MESSAGE`] instead of waiting forever (tokio does the same;
+//! sockets return an error instead, since their operations return
+//! `io::Result`). A task of the runtime polled by one of its M's while
+//! shutdown is under way gets `Pending` instead: it is about to be dropped.
+//! A timer whose deadline has already passed still completes.
 
 mod interval;
 
@@ -48,10 +55,15 @@ pub mod error {
     }
 }
 
+/// The panic message of a timer polled after its runtime shut down.
+pub const SHUTDOWN_MESSAGE: &str = "numa_rt runtime has shut down: a timer (sleep, timeout, \
+     interval) polled after its runtime shut down can never fire";
+
 /// Waits until `duration` has elapsed.
 ///
 /// # Panics
-/// When polled (with a deadline still ahead) outside a numa_rt runtime.
+/// When polled (with a deadline still ahead) outside a numa_rt runtime, or
+/// after the runtime shut down ([`SHUTDOWN_MESSAGE`]).
 pub fn sleep(duration: Duration) -> Sleep {
     let now = Instant::now();
     sleep_until(now.checked_add(duration).unwrap_or_else(far_future))
@@ -123,7 +135,11 @@ impl Sleep {
         }
         match &self.entry {
             Some(e) => match e.shared.ps[e.p].timers.poll(e.key, cx.waker()) {
-                TimerState::Pending | TimerState::Shutdown => Poll::Pending,
+                TimerState::Pending => Poll::Pending,
+                TimerState::Shutdown => {
+                    let e = self.entry.take().expect("matched Some");
+                    shut_down(&e.shared)
+                }
                 TimerState::Fired => {
                     self.entry = None;
                     Poll::Ready(())
@@ -131,16 +147,34 @@ impl Sleep {
             },
             None => {
                 let (shared, p) = context::with_current(|r| (r.shared.clone(), r.pick_p()));
-                if let Some(key) = shared.ps[p]
+                match shared.ps[p]
                     .timers
                     .insert(self.deadline, cx.waker().clone())
                 {
-                    self.entry = Some(Entry { shared, p, key });
+                    Some(key) => {
+                        self.entry = Some(Entry { shared, p, key });
+                        Poll::Pending
+                    }
+                    None => shut_down(&shared),
                 }
-                Poll::Pending
             }
         }
     }
+}
+
+/// A timer of a runtime that has shut down: it can never fire, and waiting
+/// for it would hang the caller, so it panics — except in a task of that
+/// runtime, polled by one of its own M's while shutdown is under way: that
+/// task is about to be dropped, and `Pending` lets it go quietly.
+#[cold]
+#[track_caller]
+fn shut_down(shared: &Arc<Shared>) -> Poll<()> {
+    let own_worker = context::current_p().is_some()
+        && context::try_current().is_some_and(|r| Arc::ptr_eq(&r.shared, shared));
+    if own_worker {
+        return Poll::Pending;
+    }
+    panic!("{SHUTDOWN_MESSAGE}")
 }
 
 impl Future for Sleep {
