@@ -17,10 +17,18 @@ fn a_wait_is_counted_as_idle_then_scheduled() {
             waiting_tx.send(()).unwrap();
             go_rx.await.unwrap()
         }));
-        // The task has run its first poll up to the wait.
+        // The task has run its first poll up to the wait, and that poll has
+        // returned (it is counted as it returns).
         waiting_rx.await.unwrap();
-        let before = monitor.cumulative();
-        assert_eq!(before.first_poll_count, 1);
+        let deadline = std::time::Instant::now() + common::HANG;
+        while monitor.cumulative().total_poll_count == 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the first poll never ended"
+            );
+            std::thread::yield_now();
+        }
+        assert_eq!(monitor.cumulative().first_poll_count, 1);
         go_tx.send(7).unwrap();
         assert_eq!(h.await.unwrap(), 7);
     });

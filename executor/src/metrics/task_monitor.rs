@@ -335,7 +335,7 @@ impl<F: Future> Future for Instrumented<F> {
                     m.scheduled.fetch_add(1, Relaxed);
                     m.scheduled_ns
                         .fetch_add(start.saturating_sub(woke), Relaxed);
-                    if this.idle_since_ns != 0 && woke > this.idle_since_ns {
+                    if this.idle_since_ns != 0 && woke >= this.idle_since_ns {
                         m.idled.fetch_add(1, Relaxed);
                         m.idle_ns.fetch_add(woke - this.idle_since_ns, Relaxed);
                     }
@@ -363,14 +363,14 @@ impl<F: Future> Future for Instrumented<F> {
         let out = fut.poll(&mut Context::from_waker(&state));
         let end = m.now_ns();
         let took = end.saturating_sub(start);
+        if out.is_pending() {
+            this.idle_since_ns = end;
+        }
         m.polls.fetch_add(1, Relaxed);
         m.poll_ns.fetch_add(took, Relaxed);
         if Duration::from_nanos(took) > m.slow_poll_threshold {
             m.slow_polls.fetch_add(1, Relaxed);
             m.slow_poll_ns.fetch_add(took, Relaxed);
-        }
-        if out.is_pending() {
-            this.idle_since_ns = end;
         }
         out
     }
