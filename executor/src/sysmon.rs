@@ -279,11 +279,10 @@ fn check_stalls(shared: &Shared, st: &mut State, now: Instant, threshold: Durati
 fn report_stall(shared: &Shared, p: usize, ran: Duration) {
     let proc = &shared.procs[p];
     let task = proc.current_task.load(Relaxed);
-    let loc = proc.current_location.load(Relaxed);
-    // SAFETY: the pointer is null or a `&'static Location` (machine.rs
-    // stores `meta.location()`).
-    let spawned = match unsafe { loc.as_ref() } {
-        Some(l) => format!(", spawned at {l},"),
+    // The location is looked up here, once per stall, rather than stored
+    // by every poll: the running task is in the dump's registries.
+    let spawned = match dump(shared).tasks().iter().find(|t| t.id.as_u64() == task) {
+        Some(t) => format!(", spawned at {},", t.location),
         None => String::new(),
     };
     let queued = proc.steal.len() + usize::from(proc.steal.has_runnext()) + proc.inbox.len();

@@ -58,6 +58,10 @@ fn a_task_that_blocks_its_thread_is_reported_once() {
     assert_eq!(reports.len(), 1, "one report per task and stall:\n{err}");
     assert!(reports[0].starts_with("numa_rt: task "), "{err}");
     assert!(reports[0].contains("on P0"), "{err}");
+    assert!(
+        reports[0].contains(&format!("spawned at {}:", file!())),
+        "{err}"
+    );
 }
 
 #[test]

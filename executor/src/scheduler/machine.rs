@@ -396,8 +396,6 @@ impl Worker {
         meta.note_polled(core.clock_ms);
         *self.core.borrow_mut() = Some(core);
         p.current_task.store(meta.id.as_u64(), Relaxed);
-        p.current_location
-            .store(meta.location() as *const _ as *mut _, Relaxed);
         p.in_task.store(true, Relaxed);
         let forced = match hist {
             None => coop::budget_counting(|| task.run()).1,

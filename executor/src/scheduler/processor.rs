@@ -13,7 +13,7 @@ use crate::counters::ProcCounters;
 use crate::queue;
 use crate::task::Runnable;
 use numa_rt_reactor::{Driver, Unparker};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -39,9 +39,6 @@ pub(crate) struct Processor {
     /// The id of the task in (or last in) a poll on this P: sysmon's stall
     /// report and the schedtrace read it. Relaxed: a diagnostic.
     pub(crate) current_task: AtomicU64,
-    /// The spawn location of that task (a `&'static Location`; null before
-    /// the first poll). Relaxed: a diagnostic.
-    pub(crate) current_location: AtomicPtr<std::panic::Location<'static>>,
     /// Where a `Core` rests when no M holds it: only during shutdown.
     pub(crate) core_slot: Mutex<Option<Box<Core>>>,
     /// The M that gave this P away (block_in_place) and wants it back;
@@ -104,7 +101,6 @@ impl Processor {
             in_task: AtomicBool::new(false),
             metrics: ProcCounters::new(histogram),
             current_task: AtomicU64::new(0),
-            current_location: AtomicPtr::new(std::ptr::null_mut()),
             core_slot: Mutex::new(None),
             asker: Mutex::new(None),
             has_asker: AtomicBool::new(false),
