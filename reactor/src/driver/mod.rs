@@ -105,6 +105,7 @@
 pub(crate) mod io;
 mod monitor;
 mod notify;
+mod paused;
 pub(crate) mod registration;
 pub(crate) mod timers;
 mod watch;
@@ -121,6 +122,7 @@ use self::io::{Slab, Wakeups};
 use self::timers::Timers;
 use self::watch::{Role, WatchOps};
 use crate::sys;
+use crate::time::clock::Clock;
 
 /// The mio token of each P's timerfd (slab tokens never reach it).
 const TIMER_TOKEN: Token = Token(usize::MAX);
@@ -149,6 +151,8 @@ pub(crate) struct Shared {
     next_p: AtomicUsize,
     shutdown: AtomicBool,
     monitor: Arc<monitor::Monitor>,
+    /// The runtime's one clock: every P's timers read it (paused time).
+    pub(crate) clock: Clock,
 }
 
 impl Drop for Shared {
@@ -352,6 +356,7 @@ impl Reactor {
             next_p: AtomicUsize::new(0),
             shutdown: AtomicBool::new(false),
             monitor: monitor.clone(),
+            clock: Clock::new(),
         });
         if movable {
             monitor.start(&shared)?;
@@ -458,6 +463,13 @@ impl Reactor {
     pub fn set_sysmon(&self, hook: std::sync::Weak<dyn SysmonHook>) -> std::io::Result<()> {
         self.shared.monitor.set_hook(hook);
         self.shared.monitor.start(&self.shared)
+    }
+
+    /// Installs the runtime's sysmon without starting the monitor thread:
+    /// `hook` runs once the thread runs, because the watcher role needs it
+    /// or the clock is paused ([`Reactor::pause_clock`]).
+    pub fn set_sysmon_hook(&self, hook: std::sync::Weak<dyn SysmonHook>) {
+        self.shared.monitor.set_hook(hook);
     }
 
     /// Wakes the monitor thread if it sleeps until an M leaves its park: a
@@ -676,6 +688,7 @@ impl Driver {
             let p = self.watch_tags[i] as usize;
             if let Help::Drained = help(
                 &self.shared.ps[p],
+                &self.shared.clock,
                 &mut self.wakeups,
                 &mut self.timer_wakers,
             ) {
@@ -694,14 +707,19 @@ impl Driver {
 
 /// Polls `other`'s io poller on behalf of its M (busy, or asleep on its
 /// eventfd), collecting wakers for the calling watcher to fire.
-fn help(other: &PState, wakeups: &mut Wakeups, timer_wakers: &mut Vec<Waker>) -> Help {
+fn help(
+    other: &PState,
+    clock: &Clock,
+    wakeups: &mut Wakeups,
+    timer_wakers: &mut Vec<Waker>,
+) -> Help {
     let io = match other.io.try_lock() {
         Ok(io) => io,
         Err(TryLockError::Poisoned(e)) => e.into_inner(),
         Err(TryLockError::WouldBlock) => return Help::Busy,
     };
     if other.drain(io, wakeups) {
-        other.timers.fire_expired(Instant::now(), timer_wakers);
+        other.timers.fire_expired(clock, timer_wakers);
     }
     Help::Drained
 }
@@ -709,9 +727,10 @@ fn help(other: &PState, wakeups: &mut Wakeups, timer_wakers: &mut Vec<Waker>) ->
 impl Driver {
     /// Fires this P's due timers and every waker collected so far.
     fn fire_own(&mut self) {
-        self.shared.ps[self.index]
+        let shared = &*self.shared;
+        shared.ps[self.index]
             .timers
-            .fire_expired(Instant::now(), &mut self.timer_wakers);
+            .fire_expired(&shared.clock, &mut self.timer_wakers);
         for w in self.timer_wakers.drain(..) {
             crate::fault::wake(w, "a timer's waker");
         }

@@ -9,6 +9,11 @@
 //! The timerfd is armed to the earliest deadline. It is re-armed only when a
 //! new deadline is earlier than the armed one, or after it fired; a cancelled
 //! earliest timer leaves it armed, and the spurious expiry finds nothing due.
+//!
+//! While the runtime's clock is paused the timerfd stays disarmed: deadlines
+//! are virtual, and only `time::advance` or the monitor's auto-advance
+//! (`Reactor::auto_advance`) fire timers. Pausing disarms every P's timerfd
+//! and resuming re-arms it ([`Timers::rearm`]).
 
 use std::collections::BTreeMap;
 use std::os::fd::OwnedFd;
@@ -17,6 +22,7 @@ use std::task::Waker;
 use std::time::Instant;
 
 use crate::sys;
+use crate::time::clock::Clock;
 
 /// Identifies one timer in its P's set.
 pub(crate) type TimerKey = (Instant, u64);
@@ -64,16 +70,23 @@ impl Timers {
         self.set.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn arm(&self, set: &mut TimerSet, deadline: Option<Instant>) {
+    fn arm(&self, set: &mut TimerSet, deadline: Option<Instant>, clock: &Clock) {
+        // Paused: a virtual deadline is no real-time wait; leave it disarmed.
+        let deadline = deadline.filter(|_| !clock.is_paused());
         set.armed = deadline;
-        let after = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        let after = deadline.map(|d| d.saturating_duration_since(clock.now()));
         // Arming a valid timerfd with a valid value cannot fail.
         let r = sys::timerfd_set(&self.timerfd, after);
         debug_assert!(r.is_ok(), "timerfd_settime: {r:?}");
     }
 
     /// Adds a timer; `None` if the runtime has shut down.
-    pub(crate) fn insert(&self, deadline: Instant, waker: Waker) -> Option<TimerKey> {
+    pub(crate) fn insert(
+        &self,
+        deadline: Instant,
+        waker: Waker,
+        clock: &Clock,
+    ) -> Option<TimerKey> {
         let mut set = self.lock();
         if set.shutdown {
             return None;
@@ -82,7 +95,7 @@ impl Timers {
         set.next_seq += 1;
         set.map.insert(key, waker);
         if set.armed.is_none_or(|a| deadline < a) {
-            self.arm(&mut set, Some(deadline));
+            self.arm(&mut set, Some(deadline), clock);
         }
         Some(key)
     }
@@ -112,7 +125,8 @@ impl Timers {
 
     /// Removes every timer due at `now`, appending their wakers in deadline
     /// order, and re-arms the timerfd if it fired.
-    pub(crate) fn fire_expired(&self, now: Instant, out: &mut Vec<Waker>) {
+    pub(crate) fn fire_expired(&self, clock: &Clock, out: &mut Vec<Waker>) {
+        let now = clock.now();
         let mut set = self.lock();
         while let Some(entry) = set.map.first_entry() {
             if entry.key().0 > now {
@@ -122,8 +136,28 @@ impl Timers {
         }
         if set.armed.is_some_and(|a| a <= now) {
             let next = set.map.first_key_value().map(|(k, _)| k.0);
-            self.arm(&mut set, next);
+            self.arm(&mut set, next, clock);
         }
+    }
+
+    /// Removes every timer due at `now` with its key, for a caller that
+    /// merges several P's timers into one deadline order (paused time).
+    pub(crate) fn take_expired(&self, now: Instant, out: &mut Vec<(TimerKey, Waker)>) {
+        let mut set = self.lock();
+        while let Some(entry) = set.map.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            out.push(entry.remove_entry());
+        }
+    }
+
+    /// Arms the timerfd for the earliest deadline as `clock` now reads it:
+    /// disarmed when it is paused, armed again when it resumes.
+    pub(crate) fn rearm(&self, clock: &Clock) {
+        let mut set = self.lock();
+        let next = set.map.first_key_value().map(|(k, _)| k.0);
+        self.arm(&mut set, next, clock);
     }
 
     /// The earliest pending deadline.
@@ -143,7 +177,9 @@ impl Timers {
         let map = {
             let mut set = self.lock();
             set.shutdown = true;
-            self.arm(&mut set, None);
+            set.armed = None;
+            let r = sys::timerfd_set(&self.timerfd, None);
+            debug_assert!(r.is_ok(), "timerfd_settime: {r:?}");
             std::mem::take(&mut set.map)
         };
         // Outside the lock: a waker may run arbitrary code, even poll the

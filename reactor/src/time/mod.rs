@@ -16,7 +16,32 @@
 //! `io::Result`). A task of the runtime polled by one of its M's while
 //! shutdown is under way gets `Pending` instead: it is about to be dropped.
 //! A timer whose deadline has already passed still completes.
+//!
+//! # Paused time (tests)
+//!
+//! [`pause`] freezes the runtime's clock (one clock per runtime, read by
+//! every P's timers), [`advance`] moves it by hand and [`resume`] lets it
+//! run again from where it stands; `#[numa_rt::test(start_paused = true)]`
+//! (or `Builder::start_paused`) starts a runtime paused. While the clock is
+//! paused and every task of the runtime is idle (every P idle with empty
+//! queues, every `block_on` parked, no blocking-pool work), the runtime
+//! *auto-advances*: the clock jumps to the earliest pending deadline of all
+//! P's and those timers fire, so a test that sleeps an hour finishes at
+//! once. The semantics follow tokio's `test-util`, except that pausing is
+//! allowed on the multi-threaded runtime (every numa_rt runtime is one;
+//! tokio requires `current_thread`): auto-advance waits until *all* of its
+//! P's are idle, so a test with `max_procs = 4` is as deterministic as the
+//! tasks' own ordering allows.
+//!
+//! Deadlines stay [`std::time::Instant`]s, so `sleep_until(Instant)` works
+//! unchanged; but `Instant::now()` reads the real clock. Read the runtime's
+//! clock, paused or not, with [`now`]. When time is not paused, reading the
+//! clock costs one Relaxed load more than `Instant::now()`.
+//!
+//! The top crate's `numa_rt::time` docs have an example; `tests/time_paused.rs`
+//! has more.
 
+pub(crate) mod clock;
 mod interval;
 
 use std::future::Future;
@@ -55,6 +80,76 @@ pub mod error {
     }
 }
 
+/// The runtime's now: [`Instant::now`] unless its clock is paused (or was:
+/// after [`resume`] it runs on from where it stood). Outside a runtime,
+/// `Instant::now()`.
+pub fn now() -> Instant {
+    clock::now()
+}
+
+/// Pauses the current runtime's clock (tokio's `time::pause`): from now on
+/// it moves only by [`advance`] or, while every task of the runtime is idle,
+/// by auto-advance to the earliest pending timer (see the module docs).
+///
+/// Unlike tokio, which requires a `current_thread` runtime, this works on
+/// every numa_rt runtime: auto-advance waits until all of its P's are idle.
+///
+/// # Panics
+/// Outside a numa_rt runtime, or if the clock is already paused.
+#[track_caller]
+pub fn pause() {
+    current_reactor("pause").pause_clock();
+}
+
+/// Lets the current runtime's clock run again, from where it stands (it
+/// never goes back): pending timers fire when real time reaches them.
+///
+/// # Panics
+/// Outside a numa_rt runtime, or if the clock is not paused.
+#[track_caller]
+pub fn resume() {
+    current_reactor("resume").resume_clock();
+}
+
+/// Moves the current runtime's paused clock forward by `duration`, wakes
+/// every timer of every P now due (in deadline order), then yields once so
+/// the woken tasks get to run (tokio's `time::advance`).
+///
+/// # Panics
+/// Outside a numa_rt runtime, or if the clock is not paused.
+pub async fn advance(duration: Duration) {
+    current_reactor("advance").advance_clock(duration);
+    YieldOnce { yielded: false }.await
+}
+
+#[track_caller]
+fn current_reactor(what: &str) -> crate::Reactor {
+    context::try_current().unwrap_or_else(|| {
+        panic!(
+            "numa_rt::time::{what}() must be called from the context of a numa_rt runtime              (a task, block_on, or inside Handle::enter)"
+        )
+    })
+}
+
+/// Returns `Pending` once, waking itself: the task goes to the back of the
+/// queue behind the tasks [`advance`] just woke.
+struct YieldOnce {
+    yielded: bool,
+}
+
+impl Future for YieldOnce {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.yielded {
+            return Poll::Ready(());
+        }
+        self.yielded = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
 /// The panic message of a timer polled after its runtime shut down.
 pub const SHUTDOWN_MESSAGE: &str = "numa_rt runtime has shut down: a timer (sleep, timeout, \
      interval) polled after its runtime shut down can never fire";
@@ -65,7 +160,7 @@ pub const SHUTDOWN_MESSAGE: &str = "numa_rt runtime has shut down: a timer (slee
 /// When polled (with a deadline still ahead) outside a numa_rt runtime, or
 /// after the runtime shut down ([`SHUTDOWN_MESSAGE`]).
 pub fn sleep(duration: Duration) -> Sleep {
-    let now = Instant::now();
+    let now = clock::now();
     sleep_until(now.checked_add(duration).unwrap_or_else(far_future))
 }
 
@@ -79,7 +174,7 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 
 /// About 30 years from now: "never" for deadlines that would overflow.
 pub(crate) fn far_future() -> Instant {
-    Instant::now() + Duration::from_secs(86400 * 365 * 30)
+    clock::now() + Duration::from_secs(86400 * 365 * 30)
 }
 
 /// The future returned by [`sleep`] and [`sleep_until`].
@@ -104,7 +199,16 @@ impl Sleep {
 
     /// Whether the deadline has passed.
     pub fn is_elapsed(&self) -> bool {
-        Instant::now() >= self.deadline
+        self.now() >= self.deadline
+    }
+
+    /// The now of the runtime this sleep is registered with (of the
+    /// current one before it registers).
+    fn now(&self) -> Instant {
+        match &self.entry {
+            Some(e) => e.shared.clock.now(),
+            None => clock::now(),
+        }
     }
 
     /// Moves the deadline (the sleep becomes pending again if it is later).
@@ -129,7 +233,7 @@ impl Sleep {
         if use_budget {
             ready!(coop::poll_proceed(cx));
         }
-        if Instant::now() >= self.deadline {
+        if self.now() >= self.deadline {
             self.cancel();
             return Poll::Ready(());
         }
@@ -149,7 +253,7 @@ impl Sleep {
                 let (shared, p) = context::with_current(|r| (r.shared.clone(), r.pick_p()));
                 match shared.ps[p]
                     .timers
-                    .insert(self.deadline, cx.waker().clone())
+                    .insert(self.deadline, cx.waker().clone(), &shared.clock)
                 {
                     Some(key) => {
                         self.entry = Some(Entry { shared, p, key });
