@@ -41,6 +41,7 @@ pub struct Builder {
     schedtrace: Option<SchedTrace>,
     deadlock: Option<DeadlockMode>,
     deadlock_default: Option<DeadlockMode>,
+    start_paused: bool,
 }
 
 impl Default for Builder {
@@ -71,6 +72,7 @@ impl Builder {
             schedtrace: None,
             deadlock: None,
             deadlock_default: None,
+            start_paused: false,
         }
     }
 
@@ -223,6 +225,15 @@ impl Builder {
         self
     }
 
+    /// Starts the runtime with its clock paused (tokio's `start_paused`,
+    /// for tests): time moves only by `numa_rt::time::advance` or, while
+    /// every task is idle, by auto-advance to the earliest pending timer
+    /// (see `numa_rt::time::pause`). Default `false`.
+    pub fn start_paused(&mut self, paused: bool) -> &mut Self {
+        self.start_paused = paused;
+        self
+    }
+
     /// Builds the runtime; its threads start at once.
     ///
     /// Errors (`InvalidInput`) name what was wrong: `max_procs(0)`, a zero
@@ -326,6 +337,7 @@ impl Builder {
             stall_threshold,
             schedtrace,
             deadlock,
+            start_paused: self.start_paused,
         };
         let shared = Shared::build(config, topology, node_of_p, start_node)?;
         crate::blocking::resolve_names_on_blocking_pool();

@@ -26,6 +26,8 @@ pub(crate) struct Config {
     pub(crate) schedtrace: Option<crate::sysmon::SchedTrace>,
     /// sysmon: what the deadlock diagnostic does.
     pub(crate) deadlock: crate::sysmon::DeadlockMode,
+    /// The clock starts paused (`Builder::start_paused`, tests).
+    pub(crate) start_paused: bool,
 }
 
 /// The name a new thread gets when the user's `thread_name_fn` panics.

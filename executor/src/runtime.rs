@@ -291,9 +291,12 @@ impl Handle {
             // check unparks the thread, so park returns at once.
             if !ran && !notified.load(Acquire) && local.is_empty() {
                 block_ons.parked.fetch_add(1, Relaxed);
-                if self.shared.config.deadlock != crate::DeadlockMode::Off {
+                if self.shared.config.deadlock != crate::DeadlockMode::Off
+                    || self.shared.reactor.is_clock_paused()
+                {
                     // A monitor asleep since the runtime went idle must
-                    // look again: this park may complete a deadlock.
+                    // look again: this park may complete a deadlock, or
+                    // let a paused clock auto-advance.
                     self.shared.reactor.kick_monitor();
                 }
                 std::thread::park();

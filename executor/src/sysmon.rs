@@ -55,6 +55,11 @@ pub const STALL_ENV: &str = "NUMA_RT_STALL_MS";
 /// sender), short enough to be seen by someone waiting at a terminal.
 const DEADLOCK_GRACE: Duration = Duration::from_secs(1);
 
+/// How often sysmon looks again while a paused clock has pending timers: the
+/// latency of one auto-advance step (after a step, the woken M's kick the
+/// monitor; this bounds the wait when nothing kicks it).
+const PAUSED_RECHECK: Duration = Duration::from_millis(1);
+
 /// What the deadlock diagnostic does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DeadlockMode {
@@ -197,6 +202,16 @@ impl numa_rt_reactor::SysmonHook for Sysmon {
         if shared.is_shutdown() {
             return None;
         }
+        let paused = shared.reactor.is_clock_paused();
+        let cfg = &shared.config;
+        if !paused
+            && cfg.stall_threshold.is_none()
+            && cfg.schedtrace.is_none()
+            && cfg.deadlock == DeadlockMode::Off
+        {
+            // Installed, but only the watcher role runs the monitor.
+            return None;
+        }
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let now = Instant::now();
         let mut limit: Option<Duration> = None;
@@ -219,7 +234,22 @@ impl numa_rt_reactor::SysmonHook for Sysmon {
             bound(st.next_trace.unwrap_or(now).saturating_duration_since(now));
         }
 
+        if paused {
+            if idle && runtime_idle(&shared) && shared.reactor.auto_advance() {
+                // Timers fired: their tasks run, and nothing is asleep.
+                st.asleep_since = None;
+            }
+            if shared.reactor.pending_timers() > 0 {
+                // Look again soon: a blocking-pool task or a `block_on`
+                // that was running may finish without waking any M (so
+                // without a kick), leaving only auto-advance to go on.
+                bound(PAUSED_RECHECK);
+            }
+        }
+
         if shared.config.deadlock != DeadlockMode::Off {
+            // A paused runtime with timers is not deadlocked: auto-advance
+            // fires them (`looks_deadlocked` requires no pending timer).
             if idle && looks_deadlocked(&shared) {
                 let polls = shared.block_ons.polls.load(Relaxed);
                 if st.asleep_since.is_none() || st.asleep_polls != polls {
@@ -293,6 +323,28 @@ fn report_stall(shared: &Shared, p: usize, ran: Duration) {
         ran.as_millis(),
         proc.metrics.machine.load(Relaxed),
     );
+}
+
+/// Whether auto-advance may move a paused clock: every M is parked (the
+/// caller's `idle`), every P idle with empty queues, every `block_on`
+/// parked, the blocking pool idle with an empty queue (tokio refuses to
+/// auto-advance while a `spawn_blocking` task runs too). I/O sources may
+/// have waiters, as in tokio: an event that is ready would have woken the
+/// node's watcher, which the monitor's quiet tick rules out. Every read is
+/// Relaxed: a snapshot checked again by the reactor (every M still parked)
+/// right before it advances; see docs/architecture.md, "Paused time", for
+/// the races left and why they are acceptable.
+fn runtime_idle(shared: &Shared) -> bool {
+    let b = &shared.block_ons;
+    b.parked.load(Relaxed) == b.running.load(Relaxed)
+        && shared.idle.npidle() == shared.nprocs()
+        && shared.blocking.threads_busy() == 0
+        && shared.blocking.queue_depth() == 0
+        && shared.nodes.iter().all(|n| n.inject.is_empty())
+        && shared
+            .procs
+            .iter()
+            .all(|p| p.steal.is_empty() && p.inbox.is_empty())
 }
 
 /// Every M parked, a `block_on` parked, and nothing that could ever wake a

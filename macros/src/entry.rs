@@ -22,6 +22,7 @@ const KNOWN_ARGS: &[&str] = &[
     "topology",
     "global_queue_interval",
     "deadlock",
+    "start_paused",
     "crate",
 ];
 
@@ -128,7 +129,7 @@ impl Parse for Arg {
             return Err(input.error(
                 "expected an argument such as `max_procs = 4`; \
                  the arguments are `max_procs`, `topology`, `global_queue_interval`, \
-                 `deadlock` and `crate`",
+                 `deadlock`, `start_paused` and `crate`",
             ));
         }
         let key = input.call(Ident::parse_any)?;
@@ -183,6 +184,9 @@ struct Config {
     /// `deadlock = "warn" | "panic" | "off"`: the deadlock diagnostic
     /// (tests default to `panic`).
     deadlock: Option<(Ident, Ident)>,
+    /// `start_paused = true | false`: the runtime's clock starts paused
+    /// (`numa_rt::time::pause`).
+    start_paused: Option<(Ident, syn::LitBool)>,
 }
 
 impl Config {
@@ -193,6 +197,7 @@ impl Config {
             || self.global_queue_interval.is_some()
             || self.topology.is_some()
             || self.deadlock.is_some()
+            || self.start_paused.is_some()
     }
 }
 
@@ -261,6 +266,20 @@ fn apply_arg(config: &mut Config, seen: &mut Vec<String>, arg: Arg) -> syn::Resu
                 }
             };
             config.deadlock = Some((arg.key, Ident::new(variant, lit.span())));
+        }
+        "start_paused" => {
+            let lit = match strip_groups(&arg.value) {
+                Expr::Lit(syn::ExprLit {
+                    lit: Lit::Bool(b), ..
+                }) => b.clone(),
+                other => {
+                    return Err(syn::Error::new_spanned(
+                        other,
+                        "`start_paused` expects `true` or `false`, as in `start_paused = true`",
+                    ))
+                }
+            };
+            config.start_paused = Some((arg.key, lit));
         }
         "crate" => {
             let lit = string_lit(&name, &arg.value, "\"numa_rt\"")?;
@@ -466,6 +485,9 @@ fn runtime_expr(kind: Kind, config: &Config) -> TokenStream {
         }),
         None => {}
     }
+    if let Some((key, b)) = &config.start_paused {
+        calls.extend(quote_spanned! {key.span()=> .start_paused(#b) });
+    }
     quote! { #krate::Builder::new() #calls .build().expect(#BUILD_FAILED) }
 }
 
@@ -652,7 +674,7 @@ mod tests {
     fn unknown_argument() {
         assert_eq!(
             arg_errors("foo = 1"),
-            ["unknown attribute `foo`: expected one of `max_procs`, `topology`, `global_queue_interval`, `deadlock`, `crate`"]
+            ["unknown attribute `foo`: expected one of `max_procs`, `topology`, `global_queue_interval`, `deadlock`, `start_paused`, `crate`"]
         );
         assert!(arg_errors("worker_threads = 2")[0]
             .ends_with("numa_rt calls the worker count `max_procs`"));
@@ -781,6 +803,23 @@ mod tests {
                 .build()
                 .expect("failed to build the numa_rt runtime")"#
         )));
+    }
+
+    #[test]
+    fn start_paused_expansion_and_errors() {
+        let out = squash(&main_str("start_paused = true", "async fn main() {}"));
+        assert!(
+            out.contains("::numa_rt::Builder::new().start_paused(true).build()"),
+            "{out}"
+        );
+        let out = squash(&test_str("start_paused = false", "async fn t() {}"));
+        assert!(out.contains(".start_paused(false).build()"), "{out}");
+        for bad in [r#"start_paused = "true""#, "start_paused = 1", "start_paused = yes"] {
+            assert_eq!(
+                arg_errors(bad),
+                ["`start_paused` expects `true` or `false`, as in `start_paused = true`"]
+            );
+        }
     }
 
     #[test]

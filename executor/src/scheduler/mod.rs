@@ -210,16 +210,26 @@ impl Shared {
             local_registries: Mutex::new(Vec::new()),
             sysmon: std::sync::OnceLock::new(),
         });
+        // The sysmon hook is always installed; the monitor thread runs it
+        // once it is started: here for the diagnostics or a paused clock,
+        // by the reactor for the watcher role or a later `time::pause`.
+        let sysmon = Arc::new(crate::sysmon::Sysmon::new(Arc::downgrade(&shared)));
+        let weak = Arc::downgrade(&sysmon);
+        let hook: std::sync::Weak<dyn numa_rt_reactor::SysmonHook> = weak;
+        let _ = shared.sysmon.set(sysmon);
         let cfg = &shared.config;
         if cfg.stall_threshold.is_some()
             || cfg.schedtrace.is_some()
             || cfg.deadlock != crate::sysmon::DeadlockMode::Off
+            || cfg.start_paused
         {
-            let sysmon = Arc::new(crate::sysmon::Sysmon::new(Arc::downgrade(&shared)));
-            let weak = Arc::downgrade(&sysmon);
-            let hook: std::sync::Weak<dyn numa_rt_reactor::SysmonHook> = weak;
-            let _ = shared.sysmon.set(sysmon);
             shared.reactor.set_sysmon(hook)?;
+        } else {
+            shared.reactor.set_sysmon_hook(hook);
+        }
+        if cfg.start_paused {
+            // Before any M runs: no timer sees the real clock.
+            shared.reactor.pause_clock();
         }
         for mut core in cores {
             let index = core.index;

@@ -1,0 +1,4 @@
+#[numa_rt::test(start_paused = "true")]
+async fn paused() {}
+
+fn main() {}
