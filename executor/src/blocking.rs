@@ -20,8 +20,10 @@ pub fn block_in_place<F, R>(f: F) -> R
 where
     F: FnOnce() -> R,
 {
+    let mut runtime = None;
     let kept = context::with_worker(|w| {
         let w = w?;
+        runtime = Some(w.shared.clone());
         let core = w.core.borrow_mut().take()?;
         let shared = w.shared.clone();
         match machine::handoff(&shared, core) {
@@ -37,7 +39,30 @@ where
         }
     });
     let _left = context::leave_worker(kept);
+    let _running = runtime.map(InPlace::enter);
     f()
+}
+
+/// Counts a `block_in_place` closure in `Shared::in_place` while it runs
+/// (a guard, so a panicking closure is uncounted too).
+struct InPlace(std::sync::Arc<crate::scheduler::Shared>);
+
+impl InPlace {
+    fn enter(shared: std::sync::Arc<crate::scheduler::Shared>) -> InPlace {
+        // Relaxed: read by sysmon as a snapshot (see `Shared::in_place`).
+        shared
+            .in_place
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        InPlace(shared)
+    }
+}
+
+impl Drop for InPlace {
+    fn drop(&mut self) {
+        self.0
+            .in_place
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// Makes the current runtime's blocking pool the thread that resolves host

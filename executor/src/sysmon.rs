@@ -327,8 +327,9 @@ fn report_stall(shared: &Shared, p: usize, ran: Duration) {
 
 /// Whether auto-advance may move a paused clock: every M is parked (the
 /// caller's `idle`), every P idle with empty queues, every `block_on`
-/// parked, the blocking pool idle with an empty queue (tokio refuses to
-/// auto-advance while a `spawn_blocking` task runs too). I/O sources may
+/// parked, no `block_in_place` closure running, the blocking pool idle
+/// with an empty queue (tokio refuses to auto-advance while a
+/// `spawn_blocking` task runs too). I/O sources may
 /// have waiters, as in tokio: an event that is ready would have woken the
 /// node's watcher, which the monitor's quiet tick rules out. Every read is
 /// Relaxed: a snapshot checked again by the reactor (every M still parked)
@@ -338,8 +339,8 @@ fn runtime_idle(shared: &Shared) -> bool {
     let b = &shared.block_ons;
     b.parked.load(Relaxed) == b.running.load(Relaxed)
         && shared.idle.npidle() == shared.nprocs()
-        && shared.blocking.threads_busy() == 0
-        && shared.blocking.queue_depth() == 0
+        && shared.in_place.load(Relaxed) == 0
+        && shared.blocking.is_idle()
         && shared.nodes.iter().all(|n| n.inject.is_empty())
         && shared
             .procs
@@ -355,8 +356,8 @@ fn looks_deadlocked(shared: &Shared) -> bool {
     parked > 0
         && parked == b.running.load(Relaxed)
         && shared.idle.npidle() == shared.nprocs()
-        && shared.blocking.threads_busy() == 0
-        && shared.blocking.queue_depth() == 0
+        && shared.in_place.load(Relaxed) == 0
+        && shared.blocking.is_idle()
         && shared.reactor.pending_timers() == 0
         && shared.reactor.io_waiters() == 0
 }

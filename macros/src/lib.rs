@@ -68,6 +68,7 @@
 //! | `max_procs` | integer literal ≥ 1 | `Builder::max_procs(n)` |
 //! | `global_queue_interval` | integer literal ≥ 1 | `Builder::global_queue_interval(n)` |
 //! | `topology` | non-empty string literal | `Builder::topology(numa::Topology::from_spec(s).expect(..))` |
+//! | `start_paused` | `true` or `false` | `Builder::start_paused(b)`: paused test time (`numa_rt::time::pause`) |
 //! | `crate` | string literal holding a path | the path used instead of `::numa_rt` |
 //!
 //! With no arguments (or only `crate`) the runtime is `Runtime::new()`; otherwise it is

@@ -73,10 +73,11 @@ impl BlockingPool {
             .threads
     }
 
-    /// Threads running a closure now.
-    pub(crate) fn threads_busy(&self) -> usize {
+    /// No closure queued or running, read under one lock: a closure moves
+    /// from the queue to a thread under it, so it is never in neither.
+    pub(crate) fn is_idle(&self) -> bool {
         let st = self.inner.state.lock().unwrap_or_else(|e| e.into_inner());
-        st.threads - st.idle
+        st.threads == st.idle && st.queue.is_empty()
     }
 
     /// Closures waiting for a blocking thread.

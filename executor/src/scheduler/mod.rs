@@ -63,6 +63,11 @@ pub(crate) struct Shared {
     pub(crate) started: std::time::Instant,
     /// The `block_on` calls in progress, for the deadlock diagnostic.
     pub(crate) block_ons: BlockOns,
+    /// Closures running in `block_in_place`: their task runs on an M that
+    /// gave its P away, so every P may be idle meanwhile. sysmon neither
+    /// diagnoses a deadlock nor auto-advances paused time while one runs.
+    /// Relaxed, like `BlockOns`' counters.
+    pub(crate) in_place: AtomicUsize,
     /// The registries of the pinned (`spawn_local`) tasks of every M and
     /// `block_on`, for the task dump; dead ones are pruned as new ones come.
     pub(crate) local_registries: Mutex<Vec<std::sync::Weak<Registry>>>,
@@ -207,6 +212,7 @@ impl Shared {
             tasks: Registry::new(4 * nprocs),
             started: std::time::Instant::now(),
             block_ons: BlockOns::default(),
+            in_place: AtomicUsize::new(0),
             local_registries: Mutex::new(Vec::new()),
             sysmon: std::sync::OnceLock::new(),
         });

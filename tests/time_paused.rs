@@ -1,0 +1,242 @@
+//! Paused test time: `time::pause`, `advance`, `resume`, `start_paused` and
+//! auto-advance (tokio's `test-util`).
+//!
+//! Nothing here waits on the real clock to synchronise: paused time either
+//! moves or the test hangs (and the deadlock diagnostic, `panic` in tests,
+//! fails it). Wall-clock bounds are loose (30 s for an hour of paused time).
+
+use std::future::{pending, Future};
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use futures::poll;
+use numa_rt::time::{self, advance, interval, pause, resume, sleep, timeout};
+
+const HOUR: Duration = Duration::from_secs(3600);
+/// An hour of paused time must take far less than this of real time.
+const WALL_BOUND: Duration = Duration::from_secs(30);
+
+#[numa_rt::test(start_paused = true)]
+async fn an_hour_long_sleep_completes_at_once() {
+    let wall = Instant::now();
+    let start = time::now();
+    sleep(HOUR).await;
+    assert!(time::now() - start >= HOUR, "the paused clock moved an hour");
+    assert!(wall.elapsed() < WALL_BOUND, "took {:?}", wall.elapsed());
+}
+
+#[numa_rt::test(start_paused = true, max_procs = 2)]
+async fn advance_fires_only_what_is_due() {
+    let start = time::now();
+    let mut s = pin!(sleep(Duration::from_secs(10)));
+    assert!(poll!(&mut s).is_pending());
+    // No await in this test parks the block_on thread, so auto-advance
+    // cannot move the clock behind advance()'s back.
+    advance(Duration::from_secs(5)).await;
+    assert_eq!(time::now() - start, Duration::from_secs(5));
+    assert!(poll!(&mut s).is_pending(), "10 s sleep done after 5 s");
+    advance(Duration::from_secs(5)).await;
+    assert_eq!(time::now() - start, Duration::from_secs(10));
+    assert_eq!(poll!(&mut s), Poll::Ready(()));
+}
+
+#[numa_rt::test(start_paused = true, max_procs = 2)]
+async fn advance_wakes_a_task_sleeping_on_a_worker() {
+    let (registered, fired) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+    let task = numa_rt::spawn(sleep_then_set(
+        Duration::from_secs(3),
+        registered.clone(),
+        fired.clone(),
+    ));
+    // Until the task's first poll there is no timer to fire. This block_on
+    // never parks while it yields, so auto-advance cannot run meanwhile.
+    while !registered.load(Ordering::SeqCst) {
+        numa_rt::task::yield_now().await;
+    }
+    advance(Duration::from_secs(2)).await;
+    assert!(!fired.load(Ordering::SeqCst));
+    advance(Duration::from_secs(1)).await;
+    task.await.unwrap();
+    assert!(fired.load(Ordering::SeqCst));
+}
+
+/// Sleeps `d` on the P that polls it; `registered` is set once the timer is
+/// registered there, `fired` when it fired.
+async fn sleep_then_set(d: Duration, registered: Arc<AtomicBool>, fired: Arc<AtomicBool>) {
+    let mut s = pin!(sleep(d));
+    assert!(poll!(&mut s).is_pending());
+    registered.store(true, Ordering::SeqCst);
+    s.await;
+    fired.store(true, Ordering::SeqCst);
+}
+
+/// Timers registered on different P's: the block_on thread holds no P, so
+/// each sleep it polls first registers on the next P round-robin. Each task
+/// then awaits its own sleep; auto-advance fires one deadline per step, and
+/// the next step waits until the woken task has run and everything is idle
+/// again, so completion order is deadline order.
+#[numa_rt::test(start_paused = true, max_procs = 2)]
+async fn timers_on_different_procs_fire_in_deadline_order() {
+    let start = time::now();
+    let secs = [5u64, 1, 4, 2, 3, 7, 6];
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for &n in &secs {
+        let mut s = Box::pin(sleep(Duration::from_secs(n)));
+        assert!(poll!(&mut s).is_pending());
+        let order = order.clone();
+        tasks.push(numa_rt::spawn(async move {
+            s.await;
+            order.lock().unwrap().push(n);
+        }));
+    }
+    // And timers the tasks create on their own P's.
+    for n in [8u64, 10, 9] {
+        let order = order.clone();
+        tasks.push(numa_rt::spawn(async move {
+            sleep(Duration::from_secs(n)).await;
+            order.lock().unwrap().push(n);
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(*order.lock().unwrap(), (1..=10).collect::<Vec<u64>>());
+    assert_eq!(time::now() - start, Duration::from_secs(10));
+}
+
+#[numa_rt::test(start_paused = true, max_procs = 2)]
+async fn interval_ticks_in_paused_time() {
+    let wall = Instant::now();
+    let start = time::now();
+    let mut iv = interval(Duration::from_secs(60));
+    let mut ticks = Vec::new();
+    for _ in 0..5 {
+        ticks.push(iv.tick().await);
+    }
+    assert_eq!(ticks[0], start, "the first tick is at once");
+    for w in ticks.windows(2) {
+        assert_eq!(w[1] - w[0], Duration::from_secs(60));
+    }
+    assert_eq!(time::now() - start, Duration::from_secs(240));
+    assert!(wall.elapsed() < WALL_BOUND, "took {:?}", wall.elapsed());
+}
+
+#[numa_rt::test(start_paused = true, max_procs = 2)]
+async fn timeout_expires_in_paused_time() {
+    let start = time::now();
+    let r = timeout(HOUR, pending::<()>()).await;
+    assert!(r.is_err(), "a pending future times out");
+    assert_eq!(time::now() - start, HOUR);
+    let r = timeout(HOUR, sleep(Duration::from_secs(1))).await;
+    assert_eq!(r, Ok(()), "a sleep shorter than the timeout wins");
+}
+
+#[numa_rt::test(max_procs = 2)]
+async fn pause_and_resume_round_trip() {
+    pause();
+    let t0 = time::now();
+    numa_rt::task::yield_now().await;
+    assert_eq!(time::now(), t0, "the paused clock stands still");
+    advance(HOUR).await;
+    assert_eq!(time::now(), t0 + HOUR);
+    resume();
+    let t1 = time::now();
+    assert!(t1 >= t0 + HOUR, "resumed from where it stood, not back");
+    // Real time again: a short sleep completes through the re-armed timerfd.
+    sleep(Duration::from_millis(1)).await;
+    assert!(time::now() > t1);
+    // And it can be paused again.
+    pause();
+    let t2 = time::now();
+    sleep(HOUR).await;
+    assert!(time::now() - t2 >= HOUR);
+    resume();
+}
+
+#[numa_rt::test(max_procs = 2)]
+async fn timers_pending_across_a_pause_fire_after_resume() {
+    let mut s = pin!(sleep(Duration::from_millis(1)));
+    assert!(poll!(&mut s).is_pending());
+    pause();
+    resume();
+    // The timerfd was disarmed by pause and re-armed by resume.
+    s.await;
+}
+
+#[numa_rt::test(start_paused = true)]
+#[should_panic(expected = "the clock is already paused")]
+async fn pause_twice_panics() {
+    pause();
+}
+
+#[numa_rt::test]
+#[should_panic(expected = "the clock is not paused")]
+async fn advance_without_pause_panics() {
+    advance(Duration::from_secs(1)).await;
+}
+
+#[numa_rt::test]
+#[should_panic(expected = "the clock is not paused")]
+async fn resume_without_pause_panics() {
+    resume();
+}
+
+#[test]
+#[should_panic(expected = "must be called from the context of a numa_rt runtime")]
+fn pause_outside_a_runtime_panics() {
+    pause();
+}
+
+/// tokio's rule: no auto-advance while a `spawn_blocking` task runs (it may
+/// be about to wake a task in real time). The blocking task looks at a
+/// paused timer for a while; whether or not the monitor ran meanwhile, it
+/// must not see the timer fire.
+#[numa_rt::test(start_paused = true, max_procs = 2)]
+async fn no_auto_advance_while_a_blocking_task_runs() {
+    let (registered, fired) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+    let sleeper = numa_rt::spawn(sleep_then_set(
+        Duration::from_secs(1),
+        registered.clone(),
+        fired.clone(),
+    ));
+    while !registered.load(Ordering::SeqCst) {
+        numa_rt::task::yield_now().await;
+    }
+    let f = fired.clone();
+    let seen = numa_rt::spawn_blocking(move || {
+        let until = Instant::now() + Duration::from_millis(300);
+        while Instant::now() < until {
+            if f.load(Ordering::SeqCst) {
+                return true;
+            }
+            std::thread::yield_now();
+        }
+        false
+    })
+    .await
+    .unwrap();
+    assert!(!seen, "the clock auto-advanced while a blocking task ran");
+    sleeper.await.unwrap();
+    assert!(fired.load(Ordering::SeqCst));
+}
+
+/// One clock per runtime: tasks on any P read what the block_on thread
+/// moved it to.
+#[numa_rt::test(start_paused = true, max_procs = 2)]
+async fn every_proc_sees_the_same_clock() {
+    let start = time::now();
+    let seen = numa_rt::spawn(async move { time::now() }).await.unwrap();
+    assert_eq!(seen, start);
+    advance(Duration::from_secs(7)).await;
+    let seen = numa_rt::spawn(async move { time::now() }).await.unwrap();
+    assert_eq!(seen - start, Duration::from_secs(7));
+    let _ = assert_send(sleep(Duration::ZERO));
+}
+
+fn assert_send<F: Future + Send>(f: F) -> F {
+    f
+}
