@@ -240,3 +240,13 @@ async fn every_proc_sees_the_same_clock() {
 fn assert_send<F: Future + Send>(f: F) -> F {
     f
 }
+
+/// The README's example ("Testing timer code in paused time").
+#[numa_rt::test(start_paused = true, max_procs = 2)]
+async fn retries_back_off() {
+    let start = numa_rt::time::now();
+    for secs in [1, 2, 4, 8] {
+        numa_rt::time::sleep(Duration::from_secs(secs)).await;
+    }
+    assert_eq!(numa_rt::time::now() - start, Duration::from_secs(15));
+}

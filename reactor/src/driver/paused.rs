@@ -2,7 +2,7 @@
 //! clock, moving it by hand (`time::advance`) and by itself when the runtime
 //! is idle ([`Reactor::auto_advance`], run by the executor's sysmon on the
 //! monitor thread). The design and its race argument are in
-//! `docs/architecture.md`, "Paused time".
+//! `docs/architecture.md`, "Paused time (tests)".
 
 use std::task::Waker;
 use std::time::{Duration, Instant};
