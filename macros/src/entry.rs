@@ -814,7 +814,11 @@ mod tests {
         );
         let out = squash(&test_str("start_paused = false", "async fn t() {}"));
         assert!(out.contains(".start_paused(false).build()"), "{out}");
-        for bad in [r#"start_paused = "true""#, "start_paused = 1", "start_paused = yes"] {
+        for bad in [
+            r#"start_paused = "true""#,
+            "start_paused = 1",
+            "start_paused = yes",
+        ] {
             assert_eq!(
                 arg_errors(bad),
                 ["`start_paused` expects `true` or `false`, as in `start_paused = true`"]
