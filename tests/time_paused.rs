@@ -216,21 +216,52 @@ async fn no_auto_advance_while_a_blocking_task_runs() {
         numa_rt::task::yield_now().await;
     }
     let f = fired.clone();
-    let seen = numa_rt::spawn_blocking(move || {
-        let until = Instant::now() + Duration::from_millis(300);
-        while Instant::now() < until {
-            if f.load(Ordering::SeqCst) {
-                return true;
-            }
-            std::thread::yield_now();
-        }
-        false
-    })
-    .await
-    .unwrap();
+    let seen = numa_rt::spawn_blocking(move || watch_for(&f))
+        .await
+        .unwrap();
     assert!(!seen, "the clock auto-advanced while a blocking task ran");
     sleeper.await.unwrap();
     assert!(fired.load(Ordering::SeqCst));
+}
+
+/// The same for `block_in_place`: its task runs on an M that gave its P
+/// away, so every P may be idle while it blocks.
+#[numa_rt::test(start_paused = true, max_procs = 2)]
+async fn no_auto_advance_while_a_task_blocks_in_place() {
+    let (registered, fired) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let sleeper = numa_rt::spawn(sleep_then_set(
+        Duration::from_secs(1),
+        registered.clone(),
+        fired.clone(),
+    ));
+    while !registered.load(Ordering::SeqCst) {
+        numa_rt::task::yield_now().await;
+    }
+    let f = fired.clone();
+    let seen = numa_rt::spawn(async move { numa_rt::block_in_place(|| watch_for(&f)) })
+        .await
+        .unwrap();
+    assert!(!seen, "the clock auto-advanced during block_in_place");
+    sleeper.await.unwrap();
+    assert!(fired.load(Ordering::SeqCst));
+}
+
+/// Whether `flag` is set within 300 ms of real time: a window in which the
+/// monitor has many chances to (wrongly) auto-advance. Not a
+/// synchronisation: the test passes whatever the monitor did meanwhile,
+/// unless it fired the timer.
+fn watch_for(flag: &AtomicBool) -> bool {
+    let until = Instant::now() + Duration::from_millis(300);
+    while Instant::now() < until {
+        if flag.load(Ordering::SeqCst) {
+            return true;
+        }
+        std::thread::yield_now();
+    }
+    false
 }
 
 /// One clock per runtime: tasks on any P read what the block_on thread
