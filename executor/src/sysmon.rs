@@ -19,8 +19,9 @@
 //!   with `,detail` one line per P (Go's `scheddetail`);
 //! - **diagnoses deadlocks**: when a `block_on` is parked, every P is idle,
 //!   no timer is pending, no I/O source has a waiter, no `block_in_place`
-//!   closure runs and the blocking pool is empty, nothing inside the runtime can ever wake anything. Unless a
-//!   foreign thread holds a waker, that is a deadlock. After a grace period
+//!   closure runs and the blocking pool is empty, nothing inside the
+//!   runtime can ever wake anything. Unless a foreign thread holds a waker,
+//!   that is a deadlock. After a grace period
 //!   (1 s) with no wake-up it prints `numa_rt: all tasks are asleep -
 //!   possible deadlock` once (`warn`), or makes every parked `block_on`
 //!   panic with that message (`panic`), or does nothing (`off`);
@@ -32,8 +33,8 @@
 //!   parked, no `block_in_place` or blocking-pool work), it moves the clock
 //!   to the earliest timer of all P's and fires it
 //!   (`Reactor::auto_advance`). A paused runtime with timers is therefore
-//!   never diagnosed as deadlocked. docs/architecture.md, "Paused time (tests)", has
-//!   the design and its races.
+//!   never diagnosed as deadlocked. docs/architecture.md, "Paused time
+//!   (tests)", has the design and its races.
 //!
 //! Every figure comes from the counters `RuntimeMetrics` reads: one source.
 //!
@@ -337,12 +338,12 @@ fn report_stall(shared: &Shared, p: usize, ran: Duration) {
 /// caller's `idle`), every P idle with empty queues, every `block_on`
 /// parked, no `block_in_place` closure running, the blocking pool idle
 /// with an empty queue (tokio refuses to auto-advance while a
-/// `spawn_blocking` task runs too). I/O sources may
-/// have waiters, as in tokio: an event that is ready would have woken the
-/// node's watcher, which the monitor's quiet tick rules out. Every read is
-/// Relaxed: a snapshot checked again by the reactor (every M still parked)
-/// right before it advances; see docs/architecture.md, "Paused time (tests)", for
-/// the races left and why they are acceptable.
+/// `spawn_blocking` task runs too). I/O sources may have waiters, as in
+/// tokio: an event that is ready would have woken the node's watcher, which
+/// the monitor's quiet tick rules out. Every read is Relaxed: a snapshot
+/// checked again by the reactor (every M still parked) right before it
+/// advances; see docs/architecture.md, "Paused time (tests)", for the races
+/// left and why they are acceptable.
 fn runtime_idle(shared: &Shared) -> bool {
     let b = &shared.block_ons;
     b.parked.load(Relaxed) == b.running.load(Relaxed)

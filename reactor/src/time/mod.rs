@@ -126,7 +126,8 @@ pub async fn advance(duration: Duration) {
 fn current_reactor(what: &str) -> crate::Reactor {
     context::try_current().unwrap_or_else(|| {
         panic!(
-            "numa_rt::time::{what}() must be called from the context of a numa_rt runtime              (a task, block_on, or inside Handle::enter)"
+            "numa_rt::time::{what}() must be called from the context of a numa_rt runtime \
+             (a task, block_on, or inside Handle::enter)"
         )
     })
 }
