@@ -128,7 +128,8 @@ impl Builder {
         self
     }
 
-    /// Runs `f` on each runtime thread (each M) when it starts.
+    /// Runs `f` on each runtime thread when it starts: each M and each
+    /// blocking-pool thread.
     ///
     /// If `f` panics, the panic is reported on stderr (a `numa_rt: the
     /// on_thread_start hook panicked …` line after the panic hook's) and the
@@ -139,8 +140,9 @@ impl Builder {
         self
     }
 
-    /// Runs `f` on each runtime thread (each M) before it stops. A panic is
-    /// reported on stderr and the thread stops as usual.
+    /// Runs `f` on each runtime thread (each M, each blocking-pool thread)
+    /// before it stops. A panic is reported on stderr and the thread stops
+    /// as usual. Not run on a thread that unwinds.
     pub fn on_thread_stop(&mut self, f: impl Fn() + Send + Sync + 'static) -> &mut Self {
         self.on_thread_stop = Some(Arc::new(f));
         self

@@ -42,6 +42,7 @@ mod scheduler;
 mod spawn;
 mod sysmon;
 pub mod task;
+mod thread_life;
 
 pub use blocking::{block_in_place, resolve_names_on_blocking_pool};
 pub use builder::{Builder, MAXPROCS_ENV};
