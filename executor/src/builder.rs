@@ -41,6 +41,8 @@ pub struct Builder {
     schedtrace: Option<SchedTrace>,
     deadlock: Option<DeadlockMode>,
     deadlock_default: Option<DeadlockMode>,
+    #[cfg(feature = "tokio-compat")]
+    tokio_compat: bool,
 }
 
 impl Default for Builder {
@@ -71,6 +73,8 @@ impl Builder {
             schedtrace: None,
             deadlock: None,
             deadlock_default: None,
+            #[cfg(feature = "tokio-compat")]
+            tokio_compat: false,
         }
     }
 
@@ -129,7 +133,8 @@ impl Builder {
     }
 
     /// Runs `f` on each runtime thread when it starts: each M and each
-    /// blocking-pool thread.
+    /// blocking-pool thread (with [`enable_tokio_compat`](Builder::enable_tokio_compat),
+    /// inside the side tokio runtime's context).
     ///
     /// If `f` panics, the panic is reported on stderr (a `numa_rt: the
     /// on_thread_start hook panicked …` line after the panic hook's) and the
@@ -214,6 +219,47 @@ impl Builder {
     /// `NUMA_RT_DEADLOCK`. Default: warn in debug builds, off in release.
     pub fn deadlock(&mut self, mode: DeadlockMode) -> &mut Self {
         self.deadlock = Some(mode);
+        self
+    }
+
+    /// Makes tokio-bound code work inside this runtime's tasks
+    /// (`tokio::time::sleep`, `tokio::net`, `tokio::spawn`, reqwest,
+    /// database drivers), which otherwise panics with tokio's "there is no
+    /// reactor running". Feature `tokio-compat`.
+    ///
+    /// `build()` then starts one small tokio runtime (current-thread, I/O
+    /// and time drivers on) driven by one extra thread, `numa_rt-tokio`,
+    /// and every numa_rt thread enters its context: each M and blocking
+    /// thread for its life, a `block_on` caller while `block_on` runs.
+    /// tokio's resources are served by that thread's driver, not by the
+    /// P's pollers: when one is ready the driver wakes the numa_rt task
+    /// that awaits it, which then runs on a P as usual. A `tokio::spawn`ed
+    /// future runs on the `numa_rt-tokio` thread. numa_rt's own sockets and
+    /// timers are unaffected, and remain the faster path (the README gives
+    /// the measured cost).
+    ///
+    /// The tokio runtime is dropped when this runtime shuts down, after
+    /// numa_rt's tasks are dropped. If it cannot be built, `build()`
+    /// returns the error, naming `Builder::enable_tokio_compat`.
+    /// [`Handle::enter`](crate::Handle::enter) does not enter it. The
+    /// [deadlock diagnostic](Builder::deadlock) stays silent for such a
+    /// runtime: tokio's timers and sockets hold wakers it cannot see.
+    ///
+    /// ```
+    /// let rt = numa_rt_executor::Builder::new()
+    ///     .max_procs(1)
+    ///     .enable_tokio_compat()
+    ///     .build()
+    ///     .unwrap();
+    /// let h = rt.spawn(async {
+    ///     tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    ///     tokio::spawn(async { 6 * 7 }).await.unwrap()
+    /// });
+    /// assert_eq!(rt.block_on(h).unwrap(), 42);
+    /// ```
+    #[cfg(feature = "tokio-compat")]
+    pub fn enable_tokio_compat(&mut self) -> &mut Self {
+        self.tokio_compat = true;
         self
     }
 
@@ -328,6 +374,8 @@ impl Builder {
             stall_threshold,
             schedtrace,
             deadlock,
+            #[cfg(feature = "tokio-compat")]
+            tokio_compat: self.tokio_compat,
         };
         let shared = Shared::build(config, topology, node_of_p, start_node)?;
         crate::blocking::resolve_names_on_blocking_pool();
@@ -368,14 +416,16 @@ fn maxprocs_from_env() -> io::Result<Option<usize>> {
 
 impl fmt::Debug for Builder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Builder")
-            .field("max_procs", &self.max_procs)
+        let mut d = f.debug_struct("Builder");
+        d.field("max_procs", &self.max_procs)
             .field("thread_stack_size", &self.thread_stack_size)
             .field("max_blocking_threads", &self.max_blocking_threads)
             .field("global_queue_interval", &self.global_queue_interval)
             .field("event_interval", &self.event_interval)
             .field("topology", &self.topology)
-            .field("pin_cores", &self.pin_cores)
-            .finish_non_exhaustive()
+            .field("pin_cores", &self.pin_cores);
+        #[cfg(feature = "tokio-compat")]
+        d.field("tokio_compat", &self.tokio_compat);
+        d.finish_non_exhaustive()
     }
 }

@@ -26,6 +26,9 @@ pub(crate) struct Config {
     pub(crate) schedtrace: Option<crate::sysmon::SchedTrace>,
     /// sysmon: what the deadlock diagnostic does.
     pub(crate) deadlock: crate::sysmon::DeadlockMode,
+    /// Start the side tokio runtime (`crate::tokio_compat`).
+    #[cfg(feature = "tokio-compat")]
+    pub(crate) tokio_compat: bool,
 }
 
 /// The name a new thread gets when the user's `thread_name_fn` panics.
