@@ -33,6 +33,11 @@
 //! | `GODEBUG=schedtrace` | [`Runtime::metrics`] (its `Display`) |
 //!
 //! The design is written down in `docs/architecture.md`.
+//!
+//! Features: `hyper` (the hyper 1.x adapter, `numa_rt::hyper`);
+//! `tokio-compat` (`Builder::enable_tokio_compat`: tokio-bound crates such as
+//! reqwest or `tokio::time` work inside tasks, served by a one-thread tokio
+//! runtime; see the README's "Running tokio-bound crates").
 
 pub use numa_rt_executor::{
     block_in_place, spawn, spawn_blocking, spawn_local, AbortHandle, Builder, DeadlockMode,

@@ -274,6 +274,8 @@ fn an_on_thread_start_hook_that_panics() {
             .build()
             .expect("build() succeeds: the hook's panic is reported, not returned");
         assert_serves(&rt);
+        // Blocking threads run the hooks too, contained the same way.
+        assert_eq!(rt.block_on(rt.spawn_blocking(|| 7)).unwrap(), 7);
         drop(rt);
     }) else {
         return;
@@ -293,6 +295,7 @@ fn an_on_thread_stop_hook_that_panics() {
             .build()
             .unwrap();
         assert_serves(&rt);
+        assert_eq!(rt.block_on(rt.spawn_blocking(|| 7)).unwrap(), 7);
         // Shutdown waits for every M: a hook that killed one would not hang
         // it, but must not abort either.
         drop(rt);

@@ -42,6 +42,8 @@ pub struct Builder {
     deadlock: Option<DeadlockMode>,
     deadlock_default: Option<DeadlockMode>,
     start_paused: bool,
+    #[cfg(feature = "tokio-compat")]
+    tokio_compat: bool,
 }
 
 impl Default for Builder {
@@ -73,6 +75,8 @@ impl Builder {
             deadlock: None,
             deadlock_default: None,
             start_paused: false,
+            #[cfg(feature = "tokio-compat")]
+            tokio_compat: false,
         }
     }
 
@@ -130,7 +134,9 @@ impl Builder {
         self
     }
 
-    /// Runs `f` on each runtime thread (each M) when it starts.
+    /// Runs `f` on each runtime thread when it starts: each M and each
+    /// blocking-pool thread (with [`enable_tokio_compat`](Builder::enable_tokio_compat),
+    /// inside the side tokio runtime's context).
     ///
     /// If `f` panics, the panic is reported on stderr (a `numa_rt: the
     /// on_thread_start hook panicked …` line after the panic hook's) and the
@@ -141,8 +147,9 @@ impl Builder {
         self
     }
 
-    /// Runs `f` on each runtime thread (each M) before it stops. A panic is
-    /// reported on stderr and the thread stops as usual.
+    /// Runs `f` on each runtime thread (each M, each blocking-pool thread)
+    /// before it stops. A panic is reported on stderr and the thread stops
+    /// as usual. Not run on a thread that unwinds.
     pub fn on_thread_stop(&mut self, f: impl Fn() + Send + Sync + 'static) -> &mut Self {
         self.on_thread_stop = Some(Arc::new(f));
         self
@@ -214,6 +221,47 @@ impl Builder {
     /// `NUMA_RT_DEADLOCK`. Default: warn in debug builds, off in release.
     pub fn deadlock(&mut self, mode: DeadlockMode) -> &mut Self {
         self.deadlock = Some(mode);
+        self
+    }
+
+    /// Makes tokio-bound code work inside this runtime's tasks
+    /// (`tokio::time::sleep`, `tokio::net`, `tokio::spawn`, reqwest,
+    /// database drivers), which otherwise panics with tokio's "there is no
+    /// reactor running". Feature `tokio-compat`.
+    ///
+    /// `build()` then starts one small tokio runtime (current-thread, I/O
+    /// and time drivers on) driven by one extra thread, `numa_rt-tokio`,
+    /// and every numa_rt thread enters its context: each M and blocking
+    /// thread for its life, a `block_on` caller while `block_on` runs.
+    /// tokio's resources are served by that thread's driver, not by the
+    /// P's pollers: when one is ready the driver wakes the numa_rt task
+    /// that awaits it, which then runs on a P as usual. A `tokio::spawn`ed
+    /// future runs on the `numa_rt-tokio` thread. numa_rt's own sockets and
+    /// timers are unaffected, and remain the faster path (the README gives
+    /// the measured cost).
+    ///
+    /// The tokio runtime is dropped when this runtime shuts down, after
+    /// numa_rt's tasks are dropped. If it cannot be built, `build()`
+    /// returns the error, naming `Builder::enable_tokio_compat`.
+    /// [`Handle::enter`](crate::Handle::enter) does not enter it. The
+    /// [deadlock diagnostic](Builder::deadlock) stays silent for such a
+    /// runtime: tokio's timers and sockets hold wakers it cannot see.
+    ///
+    /// ```
+    /// let rt = numa_rt_executor::Builder::new()
+    ///     .max_procs(1)
+    ///     .enable_tokio_compat()
+    ///     .build()
+    ///     .unwrap();
+    /// let h = rt.spawn(async {
+    ///     tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    ///     tokio::spawn(async { 6 * 7 }).await.unwrap()
+    /// });
+    /// assert_eq!(rt.block_on(h).unwrap(), 42);
+    /// ```
+    #[cfg(feature = "tokio-compat")]
+    pub fn enable_tokio_compat(&mut self) -> &mut Self {
+        self.tokio_compat = true;
         self
     }
 
@@ -338,6 +386,8 @@ impl Builder {
             schedtrace,
             deadlock,
             start_paused: self.start_paused,
+            #[cfg(feature = "tokio-compat")]
+            tokio_compat: self.tokio_compat,
         };
         let shared = Shared::build(config, topology, node_of_p, start_node)?;
         crate::blocking::resolve_names_on_blocking_pool();
@@ -378,14 +428,16 @@ fn maxprocs_from_env() -> io::Result<Option<usize>> {
 
 impl fmt::Debug for Builder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Builder")
-            .field("max_procs", &self.max_procs)
+        let mut d = f.debug_struct("Builder");
+        d.field("max_procs", &self.max_procs)
             .field("thread_stack_size", &self.thread_stack_size)
             .field("max_blocking_threads", &self.max_blocking_threads)
             .field("global_queue_interval", &self.global_queue_interval)
             .field("event_interval", &self.event_interval)
             .field("topology", &self.topology)
-            .field("pin_cores", &self.pin_cores)
-            .finish_non_exhaustive()
+            .field("pin_cores", &self.pin_cores);
+        #[cfg(feature = "tokio-compat")]
+        d.field("tokio_compat", &self.tokio_compat);
+        d.finish_non_exhaustive()
     }
 }

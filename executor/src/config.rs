@@ -28,6 +28,9 @@ pub(crate) struct Config {
     pub(crate) deadlock: crate::sysmon::DeadlockMode,
     /// The clock starts paused (`Builder::start_paused`, tests).
     pub(crate) start_paused: bool,
+    /// Start the side tokio runtime (`crate::tokio_compat`).
+    #[cfg(feature = "tokio-compat")]
+    pub(crate) tokio_compat: bool,
 }
 
 /// The name a new thread gets when the user's `thread_name_fn` panics.

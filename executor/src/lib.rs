@@ -42,6 +42,9 @@ mod scheduler;
 mod spawn;
 mod sysmon;
 pub mod task;
+mod thread_life;
+#[cfg(feature = "tokio-compat")]
+mod tokio_compat;
 
 pub use blocking::{block_in_place, resolve_names_on_blocking_pool};
 pub use builder::{Builder, MAXPROCS_ENV};

@@ -133,6 +133,9 @@ impl Runtime {
         shared.machines.wait_all(deadline, me);
         shared.blocking.shutdown(deadline);
         shared.drain_all();
+        // Last: tokio resources inside the futures just dropped have
+        // deregistered from a driver still alive.
+        shared.stop_tokio(deadline);
     }
 }
 
@@ -243,6 +246,10 @@ impl Handle {
             );
         }
         let _enter = self.enter();
+        // The side tokio runtime's context for the duration (it nests
+        // inside any context this thread has: tokio's guards are left in
+        // reverse order, and this one drops when block_on returns).
+        let _tokio = crate::thread_life::enter_tokio(&self.shared);
         let notified = Arc::new(AtomicBool::new(true));
         let local = LocalQueue::for_block_on(notified.clone());
         self.shared.register_local(&local.tasks);

@@ -359,7 +359,14 @@ fn runtime_idle(shared: &Shared) -> bool {
 
 /// Every M parked, a `block_on` parked, and nothing that could ever wake a
 /// task: no pending timer, no I/O waiter, nothing in the blocking pool.
+/// Never with the side tokio runtime (`Builder::enable_tokio_compat`): its
+/// timers and sockets hold wakers this runtime cannot count, so a task
+/// asleep on `tokio::time::sleep` would look deadlocked.
 fn looks_deadlocked(shared: &Shared) -> bool {
+    #[cfg(feature = "tokio-compat")]
+    if shared.tokio.is_some() {
+        return false;
+    }
     let b = &shared.block_ons;
     let parked = b.parked.load(Relaxed);
     parked > 0

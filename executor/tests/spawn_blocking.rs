@@ -61,3 +61,39 @@ fn the_cap_is_respected() {
     assert_eq!(peak.load(Ordering::SeqCst), 2);
     assert!(rt.metrics().blocking_threads() <= 2);
 }
+
+thread_local! {
+    /// Set by the `on_thread_start` hook on the thread it runs on.
+    static HOOK_RAN: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+#[test]
+fn blocking_threads_run_the_thread_hooks() {
+    // Issue 12: the hooks ran on M's only, so a blocking closure found
+    // nothing its thread's on_thread_start had set up (tokio's hooks run on
+    // blocking threads too).
+    let stops = Arc::new(AtomicUsize::new(0));
+    let s = stops.clone();
+    let rt = Builder::new()
+        .max_procs(1)
+        .on_thread_start(|| HOOK_RAN.with(|c| c.set(c.get() + 1)))
+        .on_thread_stop(move || {
+            s.fetch_add(1, Ordering::SeqCst);
+        })
+        .build()
+        .unwrap();
+    let (ran, name) = rt.block_on(async {
+        spawn_blocking(|| {
+            let name = std::thread::current().name().map(str::to_owned);
+            (HOOK_RAN.with(|c| c.get()), name)
+        })
+        .await
+        .unwrap()
+    });
+    assert_eq!(ran, 1, "on_thread_start ran once on the blocking thread");
+    assert_ne!(name.as_deref(), std::thread::current().name());
+    drop(rt);
+    // One M and one blocking thread at least; each ran its stop hook
+    // before shutdown returned.
+    assert!(stops.load(Ordering::SeqCst) >= 2, "{stops:?}");
+}

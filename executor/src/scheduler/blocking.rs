@@ -173,7 +173,9 @@ impl Inner {
 
     fn run(self: Arc<Inner>) {
         let shared = self.shared.get().and_then(|w| w.upgrade());
-        let enter = shared.map(context::enter);
+        // The builder's hooks and the tokio context, as on an M.
+        let life = shared.as_deref().map(crate::thread_life::started);
+        let enter = shared.clone().map(context::enter);
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             if let Some(task) = st.queue.pop_front() {
@@ -199,7 +201,11 @@ impl Inner {
         // Let go of the runtime before shutdown can see this thread gone, so
         // that the runtime (and its reactor's descriptors) can go with it.
         drop(st);
+        if let Some(life) = life {
+            life.stopping();
+        }
         drop(enter);
+        drop(shared);
         self.state.lock().unwrap_or_else(|e| e.into_inner()).threads -= 1;
         self.exited.notify_all();
     }

@@ -225,15 +225,8 @@ fn run_machine(
     first_p: Option<usize>,
 ) {
     bind_machine(&shared, machine.node, first_p);
-    if let Some(f) = &shared.config.on_thread_start {
-        // A panicking hook must not kill an M holding a P (its tasks would
-        // wait forever): reported, and the thread serves as usual.
-        numa_rt_reactor::fault::contain(
-            "the on_thread_start hook",
-            "the thread serves as usual",
-            || f(),
-        );
-    }
+    // The hooks (a panicking one is contained) and the tokio context.
+    let life = crate::thread_life::started(&shared);
     let worker = Worker::new(shared.clone(), machine.clone());
     let _cx = context::enter_worker(&worker);
     let _reactor = numa_rt_reactor::context::enter(&shared.reactor);
@@ -257,13 +250,7 @@ fn run_machine(
     }
     // Pinned tasks die on their own thread.
     machine.local.close_and_drain();
-    if let Some(f) = &shared.config.on_thread_stop {
-        numa_rt_reactor::fault::contain(
-            "the on_thread_stop hook",
-            "the thread stops as usual",
-            || f(),
-        );
-    }
+    life.stopping();
 }
 
 /// Binds the calling M's thread to its node's CPUs (the node, not a core,

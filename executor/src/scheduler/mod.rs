@@ -73,6 +73,10 @@ pub(crate) struct Shared {
     pub(crate) local_registries: Mutex<Vec<std::sync::Weak<Registry>>>,
     /// sysmon's round (`crate::sysmon`); the monitor thread holds it weakly.
     sysmon: std::sync::OnceLock<Arc<crate::sysmon::Sysmon>>,
+    /// The side tokio runtime whose context every thread of this runtime
+    /// enters (`Builder::enable_tokio_compat`); stopped by shutdown.
+    #[cfg(feature = "tokio-compat")]
+    pub(crate) tokio: Option<crate::tokio_compat::SideRuntime>,
 }
 
 /// The `block_on` calls of a runtime: how many run, how many are parked
@@ -197,6 +201,13 @@ impl Shared {
             })
             .collect();
         let blocking = BlockingPool::new(&config);
+        // Before the M's, which enter its context when they start. A later
+        // failure drops `shared`, and with it this (`SideRuntime::drop`).
+        #[cfg(feature = "tokio-compat")]
+        let tokio = match config.tokio_compat {
+            true => Some(crate::tokio_compat::SideRuntime::start()?),
+            false => None,
+        };
         let shared = Arc::new(Shared {
             procs: procs.into_boxed_slice(),
             nodes,
@@ -215,6 +226,8 @@ impl Shared {
             in_place: AtomicUsize::new(0),
             local_registries: Mutex::new(Vec::new()),
             sysmon: std::sync::OnceLock::new(),
+            #[cfg(feature = "tokio-compat")]
+            tokio,
         });
         // The sysmon hook is always installed; the monitor thread runs it
         // once it is started: here for the diagnostics or a paused clock,
@@ -255,6 +268,7 @@ impl Shared {
                 shared.machines.wait_all(None, 0);
                 shared.blocking.shutdown(None);
                 shared.drain_all();
+                shared.stop_tokio(None);
                 return Err(e);
             }
         }
@@ -521,6 +535,17 @@ impl Shared {
 
     /// After every M has stopped: drops every task left in any queue, and
     /// every idle task (second registry pass, see `Registry::close_and_wake_all`).
+    /// Stops the side tokio runtime, if any (see `crate::tokio_compat`):
+    /// the last step of shutdown, once numa_rt's tasks are dropped.
+    pub(crate) fn stop_tokio(&self, deadline: Option<std::time::Instant>) {
+        #[cfg(feature = "tokio-compat")]
+        if let Some(t) = &self.tokio {
+            t.stop(deadline);
+        }
+        #[cfg(not(feature = "tokio-compat"))]
+        let _ = deadline;
+    }
+
     pub(crate) fn drain_all(&self) {
         self.tasks.close_and_wake_all();
         let mut dropped = Vec::new();
