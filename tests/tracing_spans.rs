@@ -266,3 +266,28 @@ fn wakers_report_clone_wake_and_drop_with_the_span_id() {
     );
     assert_eq!(polls_of(id), (3, 3));
 }
+
+#[test]
+fn a_stall_is_a_warn_event_with_the_task_and_where_it_runs() {
+    install();
+    let rt = numa_rt::Builder::new()
+        .max_procs(1)
+        .stall_threshold(Some(Duration::from_millis(20)))
+        .build()
+        .unwrap();
+    let h = rt.spawn(async { std::thread::sleep(Duration::from_millis(300)) });
+    let line = line!() - 1;
+    let id = h.id();
+    rt.block_on(h).unwrap();
+    let stalls = lock().stalls.clone();
+    let stall = stalls
+        .iter()
+        .find(|s| s.get("task.id") == Some(&id.to_string()))
+        .unwrap_or_else(|| panic!("no stall event for task {id}: {stalls:?}"));
+    assert_eq!(stall["loc.file"], file!());
+    assert_eq!(stall["loc.line"], line.to_string());
+    assert_eq!(stall["p"], "0");
+    assert!(stall.contains_key("m"));
+    let ms: u64 = stall["elapsed_ms"].parse().unwrap();
+    assert!(ms >= 20, "{ms}");
+}
