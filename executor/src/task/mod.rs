@@ -42,6 +42,13 @@
 //! [`id()`] and [`try_id()`] read a thread-local that the harness sets for
 //! the length of each poll (and of the drop of the future), to the same
 //! [`Id`] that [`JoinHandle::id`] returns.
+//!
+//! # Instrumentation
+//!
+//! With the `tracing` feature each task carries a `tracing` span in its
+//! `TaskMeta`, entered by every poll, and its wakers report themselves as
+//! events, in the shape tokio-console reads: see trace.rs. Without the
+//! feature none of it is compiled.
 
 mod abort;
 mod dump;
