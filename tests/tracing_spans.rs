@@ -227,6 +227,8 @@ struct WakeTwice(u8);
 
 impl Future for WakeTwice {
     type Output = ();
+    // Cloning to wake by value is the point: it is a clone and a wake.
+    #[allow(clippy::waker_clone_wake)]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         self.0 += 1;
         match self.0 {

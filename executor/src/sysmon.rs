@@ -320,7 +320,7 @@ fn stall_event(
     ran: Duration,
     queued: usize,
 ) -> bool {
-    if !tracing::enabled!(target: "numa_rt::sysmon", tracing::Level::WARN) {
+    if !tracing::event_enabled!(target: "numa_rt::sysmon", tracing::Level::WARN) {
         return false;
     }
     tracing::warn!(

@@ -84,8 +84,10 @@ impl<'a> Poll<'a> {
     #[inline]
     pub(crate) fn enter(meta: &'a TaskMeta, waker: &Waker) -> Poll<'a> {
         let span = &meta.span;
+        // `event_enabled!`, not `enabled!`: the latter asks with a "hint"
+        // callsite, which console-subscriber's layer never enables.
         let traced = match span.id() {
-            Some(id) if tracing::enabled!(target: WAKER_TARGET, tracing::Level::TRACE) => {
+            Some(id) if tracing::event_enabled!(target: WAKER_TARGET, tracing::Level::TRACE) => {
                 let arc = Arc::new(TracedWaker {
                     inner: waker.clone(),
                     span: id.into_u64(),
