@@ -10,7 +10,9 @@
 //! - **reports stalls**: a P whose M has been inside one poll for longer
 //!   than the stall threshold (default 10 ms; `Builder::stall_threshold`,
 //!   `NUMA_RT_STALL_MS`) gets one line on stderr per task and stall, naming
-//!   the task, the P, the M and how many tasks wait behind it. A stall is
+//!   the task, the P, the M and how many tasks wait behind it (with the
+//!   `tracing` feature and a subscriber that wants it, a `warn!` event with
+//!   target `numa_rt::sysmon` and those as fields instead). A stall is
 //!   seen without any cost to the poll: the P's poll counter has not moved
 //!   since the previous round while the P is inside a task (Go's
 //!   `schedtick` test), so no clock is read per poll;
@@ -320,17 +322,26 @@ fn report_stall(shared: &Shared, p: usize, ran: Duration) {
     let task = proc.current_task.load(Relaxed);
     // The location is looked up here, once per stall, rather than stored
     // by every poll: the running task is in the dump's registries.
-    let spawned = match dump(shared).tasks().iter().find(|t| t.id.as_u64() == task) {
-        Some(t) => format!(", spawned at {},", t.location),
+    let location = dump(shared)
+        .tasks()
+        .iter()
+        .find(|t| t.id.as_u64() == task)
+        .map(|t| t.location);
+    let queued = proc.steal.len() + usize::from(proc.steal.has_runnext()) + proc.inbox.len();
+    let machine = proc.metrics.machine.load(Relaxed);
+    #[cfg(feature = "tracing")]
+    if stall_event(task, location, p, machine, ran, queued) {
+        return;
+    }
+    let spawned = match location {
+        Some(loc) => format!(", spawned at {loc},"),
         None => String::new(),
     };
-    let queued = proc.steal.len() + usize::from(proc.steal.has_runnext()) + proc.inbox.len();
     eprintln!(
         "numa_rt: task {task}{spawned} has been running for at least {} ms without yielding \
-         on P{p} (thread M{}); {queued} task(s) wait behind it on that P. Move blocking work \
-         to spawn_blocking or block_in_place, or yield in long loops.",
+         on P{p} (thread M{machine}); {queued} task(s) wait behind it on that P. Move blocking \
+         work to spawn_blocking or block_in_place, or yield in long loops.",
         ran.as_millis(),
-        proc.metrics.machine.load(Relaxed),
     );
 }
 
@@ -355,6 +366,39 @@ fn runtime_idle(shared: &Shared) -> bool {
             .procs
             .iter()
             .all(|p| p.steal.is_empty() && p.inbox.is_empty())
+}
+
+/// With the `tracing` feature, the stall report is a `warn!` event (target
+/// `numa_rt::sysmon`) *instead of* the stderr line when a subscriber wants
+/// it, so that it lands where the program's logs go, once, with fields a
+/// log pipeline can filter on. With no subscriber interested it returns
+/// false and the stderr line is printed: a stall is never reported nowhere.
+#[cfg(feature = "tracing")]
+fn stall_event(
+    task: u64,
+    location: Option<&'static std::panic::Location<'static>>,
+    p: usize,
+    machine: usize,
+    ran: Duration,
+    queued: usize,
+) -> bool {
+    if !tracing::event_enabled!(target: "numa_rt::sysmon", tracing::Level::WARN) {
+        return false;
+    }
+    tracing::warn!(
+        target: "numa_rt::sysmon",
+        elapsed_ms = ran.as_millis() as u64,
+        task.id = task,
+        loc.file = location.map(|l| l.file()),
+        loc.line = location.map(|l| l.line()),
+        loc.col = location.map(|l| l.column()),
+        p,
+        m = machine,
+        queued,
+        "task has been running without yielding; move blocking work to spawn_blocking or \
+         block_in_place, or yield in long loops",
+    );
+    true
 }
 
 /// Every M parked, a `block_on` parked, and nothing that could ever wake a

@@ -229,6 +229,16 @@ impl<F: Future> Future for Harness<F> {
             waker: cx.waker(),
         };
         let _enter = Enter::new(&current);
+        // The task's span, entered for this poll; the future sees a
+        // reporting waker while a subscriber wants waker events (trace.rs).
+        #[cfg(feature = "tracing")]
+        // SAFETY: as in `Harness::meta` (the header outlives the future);
+        // not through `meta()`, whose borrow of `this` would last the poll.
+        let traced = super::trace::Poll::enter(unsafe { this.meta.as_ref() }, cx.waker());
+        #[cfg(feature = "tracing")]
+        let mut traced_cx = Context::from_waker(traced.waker(cx.waker()));
+        #[cfg(feature = "tracing")]
+        let cx = &mut traced_cx;
         let flags = this.meta().flags();
         if flags & FINISHED != 0 {
             // async-task never polls a finished task; be total anyway.
@@ -284,6 +294,8 @@ impl<F> Drop for Harness<F> {
             waker: ptr::null(),
         };
         let _enter = Enter::new(&current);
+        #[cfg(feature = "tracing")]
+        let _span = self.meta().span.clone().entered();
         if let Err(p) = self.drop_future() {
             eprintln!(
                 "numa_rt: task {id} (spawned at {}) panicked in its future's destructor while \

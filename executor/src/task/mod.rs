@@ -42,6 +42,13 @@
 //! [`id()`] and [`try_id()`] read a thread-local that the harness sets for
 //! the length of each poll (and of the drop of the future), to the same
 //! [`Id`] that [`JoinHandle::id`] returns.
+//!
+//! # Instrumentation
+//!
+//! With the `tracing` feature each task carries a `tracing` span in its
+//! `TaskMeta`, entered by every poll, and its wakers report themselves as
+//! events, in the shape tokio-console reads: see trace.rs. Without the
+//! feature none of it is compiled.
 
 mod abort;
 mod dump;
@@ -50,6 +57,8 @@ mod id;
 mod join;
 mod join_set;
 pub(crate) mod registry;
+#[cfg(feature = "tracing")]
+pub(crate) mod trace;
 mod yield_now;
 
 pub use abort::AbortHandle;
@@ -72,7 +81,8 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::*};
 use std::sync::Arc;
 
 /// What the scheduler keeps in each task's header: four words (the id, the
-/// location with two flags, and the task dump's state).
+/// location with two flags, and the task dump's state), and with the
+/// `tracing` feature the task's span.
 ///
 /// Uses std's atomics even under loom: no loom model covers abort flags.
 pub(crate) struct TaskMeta {
@@ -94,6 +104,10 @@ pub(crate) struct TaskMeta {
     /// When the last poll began, in milliseconds since [`epoch`] (0: never
     /// polled); the clock of the P's current batch, read once per batch.
     last_poll_ms: AtomicU32,
+    /// The task's `tracing` span (see trace.rs), entered by every poll;
+    /// closed when async-task frees the allocation. Only with the feature.
+    #[cfg(feature = "tracing")]
+    pub(crate) span: tracing::Span,
 }
 
 /// The process-wide origin of task timestamps (`TaskMeta::last_poll_ms`).
@@ -120,17 +134,23 @@ const _: () = assert!(std::mem::align_of::<Location<'static>>() > FLAGS);
 
 impl TaskMeta {
     /// A fresh id and the caller's location (through `#[track_caller]`
-    /// chains from the public spawn functions).
+    /// chains from the public spawn functions). `kind` only names the
+    /// task's span (the `tracing` feature); without it, it is unused.
     #[track_caller]
-    pub(crate) fn new() -> TaskMeta {
+    pub(crate) fn new(kind: Kind) -> TaskMeta {
         let location: &'static Location<'static> = Location::caller();
         let addr = (location as *const Location<'static>).expose_provenance();
+        let id = Id::next();
+        #[cfg(not(feature = "tracing"))]
+        let _ = kind;
         TaskMeta {
-            id: Id::next(),
+            id,
             word: AtomicUsize::new(addr),
             sched_gen: AtomicU32::new(0),
             polled_gen: AtomicU32::new(0),
             last_poll_ms: AtomicU32::new(0),
+            #[cfg(feature = "tracing")]
+            span: trace::spawn_span(kind, id, location),
         }
     }
 
@@ -215,6 +235,20 @@ impl fmt::Debug for TaskMeta {
     }
 }
 
+/// How a task was spawned (its span's `kind` with the `tracing` feature).
+#[cfg(feature = "tracing")]
+pub(crate) use trace::Kind;
+
+/// How a task was spawned: a zero-sized stand-in without the `tracing`
+/// feature, so the spawn paths read the same either way.
+#[cfg(not(feature = "tracing"))]
+#[derive(Clone, Copy)]
+pub(crate) enum Kind {
+    Task,
+    Local,
+    Blocking,
+}
+
 /// The right to poll a task once.
 pub(crate) type Runnable = async_task::Runnable<TaskMeta>;
 
@@ -255,7 +289,7 @@ where
     F::Output: Send + 'static,
     S: async_task::Schedule<TaskMeta> + Send + Sync + 'static,
 {
-    let meta = TaskMeta::new();
+    let meta = TaskMeta::new(Kind::Task);
     let hint = meta.id.as_u64();
     let reg = registry.clone();
     let (runnable, task, raw, live) = registry.insert(hint, |slot| {
@@ -284,7 +318,7 @@ where
     F::Output: 'static,
     S: async_task::Schedule<TaskMeta> + Send + Sync + 'static,
 {
-    let meta = TaskMeta::new();
+    let meta = TaskMeta::new(Kind::Local);
     let hint = meta.id.as_u64();
     let reg = registry.clone();
     let (runnable, task, raw, live) = registry.insert(hint, |slot| {
@@ -310,7 +344,7 @@ where
     S: async_task::Schedule<TaskMeta> + Send + Sync + 'static,
 {
     let (runnable, task) = async_task::Builder::new()
-        .metadata(TaskMeta::new())
+        .metadata(TaskMeta::new(Kind::Blocking))
         .spawn(move |meta| Harness::new(future, meta), schedule);
     // One waker clone and drop (two atomic updates) per blocking spawn,
     // which also takes the pool's lock: tracked tasks get this for free
@@ -326,7 +360,7 @@ mod tests {
     #[test]
     fn meta_keeps_location_and_flags_apart() {
         let here = Location::caller();
-        let meta = TaskMeta::new();
+        let meta = TaskMeta::new(Kind::Task);
         assert_eq!(meta.location().file(), here.file());
         assert!(!meta.is_aborted() && !meta.is_finished());
         assert!(meta.set_aborted());
@@ -385,7 +419,9 @@ mod tests {
         }
     }
 
+    /// Without the `tracing` feature; with it, `TaskMeta` also holds the span.
     #[test]
+    #[cfg(not(feature = "tracing"))]
     fn meta_is_four_words_and_the_harness_adds_one() {
         let word = std::mem::size_of::<usize>();
         assert_eq!(std::mem::size_of::<TaskMeta>(), 4 * word);
