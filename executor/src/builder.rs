@@ -38,6 +38,7 @@ pub struct Builder {
     pin_cores: bool,
     poll_histogram: Option<HistogramConfig>,
     stall_threshold: Option<Option<Duration>>,
+    retake_threshold: Option<Option<Duration>>,
     schedtrace: Option<SchedTrace>,
     deadlock: Option<DeadlockMode>,
     deadlock_default: Option<DeadlockMode>,
@@ -68,6 +69,7 @@ impl Builder {
             pin_cores: false,
             poll_histogram: None,
             stall_threshold: None,
+            retake_threshold: None,
             schedtrace: None,
             deadlock: None,
             deadlock_default: None,
@@ -199,6 +201,19 @@ impl Builder {
         self
     }
 
+    /// sysmon hands the P of a thread stuck inside one task's poll longer
+    /// than this — its queue, reactor and timers — to another thread, when
+    /// the P has other work (Go's `retake`); the stuck thread gets a P
+    /// again when its poll returns. `None` turns retake off. Default 10 ms,
+    /// or `NUMA_RT_RETAKE_MS` (`0` or `off`: off). Needs Linux's
+    /// `membarrier` (4.14+); without it retake is off and
+    /// [`RuntimeMetrics::retake_unavailable`](crate::RuntimeMetrics::retake_unavailable)
+    /// says why.
+    pub fn retake_threshold(&mut self, threshold: Option<Duration>) -> &mut Self {
+        self.retake_threshold = Some(threshold);
+        self
+    }
+
     /// Prints Go's `SCHED` line (plus one line per node, and with `detail`
     /// one per P and pooled M) on stderr every `every`; also set by
     /// `NUMA_RT_SCHEDTRACE=<ms>[,detail]`. Must be at least 1 ms.
@@ -226,8 +241,9 @@ impl Builder {
     /// Builds the runtime; its threads start at once.
     ///
     /// Errors (`InvalidInput`) name what was wrong: `max_procs(0)`, a zero
-    /// interval or blocking-thread cap, an invalid `NUMA_RT_MAXPROCS` or
-    /// `NUMA_RT_TOPOLOGY`, a [`topology`](Builder::topology) naming CPUs
+    /// interval or blocking-thread cap, an invalid `NUMA_RT_MAXPROCS`,
+    /// `NUMA_RT_TOPOLOGY` or sysmon variable (`NUMA_RT_STALL_MS`,
+    /// `NUMA_RT_RETAKE_MS`, …), a [`topology`](Builder::topology) naming CPUs
     /// this process may not use. Errors from the OS name the setting or
     /// limit behind them: a `thread_stack_size` the OS refuses, more
     /// threads than it allows, more descriptors than `RLIMIT_NOFILE`
@@ -270,6 +286,11 @@ impl Builder {
         let stall_threshold = match self.stall_threshold {
             Some(t) => t,
             None => sysmon::env(sysmon::STALL_ENV, sysmon::parse_stall)?
+                .unwrap_or(Some(Duration::from_millis(10))),
+        };
+        let retake_threshold = match self.retake_threshold {
+            Some(t) => t,
+            None => sysmon::env(sysmon::RETAKE_ENV, sysmon::parse_retake)?
                 .unwrap_or(Some(Duration::from_millis(10))),
         };
         let schedtrace = match self.schedtrace {
@@ -324,6 +345,7 @@ impl Builder {
             pin_cores: self.pin_cores,
             poll_histogram: self.poll_histogram,
             stall_threshold,
+            retake_threshold,
             schedtrace,
             deadlock,
         };

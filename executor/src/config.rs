@@ -22,6 +22,9 @@ pub(crate) struct Config {
     pub(crate) poll_histogram: Option<crate::HistogramConfig>,
     /// sysmon: report a poll longer than this (`None`: no reports).
     pub(crate) stall_threshold: Option<Duration>,
+    /// sysmon: hand the P of an M stuck in one poll longer than this to
+    /// another M, when it has other work (`None`: never; see `seat`).
+    pub(crate) retake_threshold: Option<Duration>,
     /// sysmon: print the schedtrace this often.
     pub(crate) schedtrace: Option<crate::sysmon::SchedTrace>,
     /// sysmon: what the deadlock diagnostic does.

@@ -62,6 +62,10 @@ pub struct ProcMetrics {
     pub root_tasks_received: u64,
     /// Times this P went back to the M that lent it away in `block_in_place`.
     pub handbacks: u64,
+    /// Times sysmon took this P from an M stuck inside one poll and handed
+    /// it to another M (retake; see
+    /// [`Builder::retake_threshold`](crate::Builder::retake_threshold)).
+    pub retakes: u64,
     /// Time this P's M spent running tasks and dispatching between them:
     /// from the first task it finds to the moment its queues run dry
     /// (searching and stealing, which a spinning M does, and parking are
@@ -134,6 +138,13 @@ pub struct NodeMetrics {
 }
 
 impl RuntimeMetrics {
+    /// Why sysmon's retake is off although a threshold was set: `membarrier`
+    /// is unavailable (a kernel before 4.14, or a seccomp filter refusing
+    /// it). `None` when retake runs, or was turned off by the user.
+    pub fn retake_unavailable(&self) -> Option<&str> {
+        self.shared.retake_unavailable.as_deref()
+    }
+
     /// Number of processors (P's).
     pub fn num_procs(&self) -> usize {
         self.shared.nprocs()
@@ -238,6 +249,7 @@ impl RuntimeMetrics {
             watch_handoffs: driver.watch_handoffs,
             root_tasks_received: m.root_tasks_received.get(),
             handbacks: m.handbacks.get(),
+            retakes: m.retakes.get(),
             busy_duration: Duration::from_nanos(m.busy_ns.get()),
             mean_poll_time: Duration::from_nanos(m.poll_time_ewma_ns.get()),
             budget_forced_yields: m.forced_yields.get(),

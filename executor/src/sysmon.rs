@@ -33,11 +33,11 @@
 //! another (Go's `retake`): see docs/architecture.md, "sysmon".
 
 use crate::metrics::RuntimeMetrics;
-use crate::scheduler::Shared;
+use crate::scheduler::{machine, Shared};
 use crate::task::{TaskDump, TaskInfo, TaskState};
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Mutex, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 /// The environment variable that sets the schedtrace period: `<ms>` or
@@ -49,6 +49,9 @@ pub const DEADLOCK_ENV: &str = "NUMA_RT_DEADLOCK";
 /// The environment variable that sets the stall threshold in milliseconds
 /// (`off` or `0`: no stall reports).
 pub const STALL_ENV: &str = "NUMA_RT_STALL_MS";
+/// The environment variable that sets the retake threshold in milliseconds
+/// (`off` or `0`: no retake).
+pub const RETAKE_ENV: &str = "NUMA_RT_RETAKE_MS";
 
 /// How long everything must stay asleep before the deadlock diagnostic
 /// speaks: long enough for a foreign thread's usual reply (a test's 200 ms
@@ -135,6 +138,20 @@ pub(crate) fn parse_stall(v: &str) -> Result<Option<Duration>, String> {
     }
 }
 
+/// Parses `NUMA_RT_RETAKE_MS`: a whole number of milliseconds ≥ 1, or `off`
+/// (or `0`) for no retake.
+pub(crate) fn parse_retake(v: &str) -> Result<Option<Duration>, String> {
+    match v.trim() {
+        "off" | "0" => Ok(None),
+        t => t
+            .parse::<u64>()
+            .map(|ms| Some(Duration::from_millis(ms)))
+            .map_err(|_| {
+                format!("{RETAKE_ENV}={v:?}: expected a whole number of milliseconds, or off")
+            }),
+    }
+}
+
 /// Reads an env variable: unset or empty is `None`.
 pub(crate) fn env<T>(
     name: &str,
@@ -173,6 +190,9 @@ struct State {
     /// `block_on` woken from outside in between is progress.
     asleep_polls: u64,
     reported_deadlock: bool,
+    /// `membarrier` failed at a retake although it was registered: retake
+    /// stays off.
+    retake_failed: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -202,9 +222,12 @@ impl numa_rt_reactor::SysmonHook for Sysmon {
         let mut limit: Option<Duration> = None;
         let mut bound = |d: Duration| limit = Some(limit.map_or(d, |l| l.min(d)));
 
-        if let Some(threshold) = shared.config.stall_threshold {
+        let cfg = &shared.config;
+        if cfg.stall_threshold.is_some() || cfg.retake_threshold.is_some() {
             if !idle {
-                check_stalls(&shared, &mut st, now, threshold);
+                if let Some(d) = check_stalls(&shared, &mut st, now) {
+                    bound(d);
+                }
             } else {
                 st.stalls.clear();
             }
@@ -248,20 +271,45 @@ impl numa_rt_reactor::SysmonHook for Sysmon {
     }
 }
 
-fn check_stalls(shared: &Shared, st: &mut State, now: Instant, threshold: Duration) {
+/// Finds the P's stuck inside one poll: reports them past the stall
+/// threshold, and past the retake threshold hands their core to another M
+/// if they have other work. Returns how soon a retake may be due.
+fn check_stalls(shared: &Arc<Shared>, st: &mut State, now: Instant) -> Option<Duration> {
+    let cfg = &shared.config;
+    let retake = cfg.retake_threshold.filter(|_| !st.retake_failed);
+    let mut due: Option<Duration> = None;
     st.stalls.resize(shared.procs.len(), None);
     for (i, p) in shared.procs.iter().enumerate() {
         // Relaxed: both are hints read between rounds (see module docs);
-        // a stale value delays a report by one round.
+        // a stale value delays a report by one round. A retake checks
+        // the poll counter again under its protocol (`seat`).
         let in_task = p.in_task.load(Relaxed);
         let polls = p.metrics.polls.get();
         let slot = &mut st.stalls[i];
         match slot {
             Some(s) if in_task && s.polls == polls => {
                 let ran = now.saturating_duration_since(s.since);
-                if !s.reported && ran >= threshold {
-                    s.reported = true;
-                    report_stall(shared, i, ran);
+                if let Some(threshold) = cfg.stall_threshold {
+                    if !s.reported && ran >= threshold {
+                        s.reported = true;
+                        report_stall(shared, i, ran);
+                    }
+                }
+                let Some(threshold) = retake else { continue };
+                if ran < threshold {
+                    let left = threshold - ran;
+                    due = Some(due.map_or(left, |d| d.min(left)));
+                } else if has_other_work(shared, i, now) {
+                    match retake_p(shared, i, polls) {
+                        Ok(true) => *slot = None,
+                        Ok(false) => {}
+                        Err(e) => {
+                            // Registered at build, so this is unexpected:
+                            // stop trying, say so once.
+                            st.retake_failed = true;
+                            eprintln!("numa_rt: sysmon's retake is off from now on: membarrier failed ({e})");
+                        }
+                    }
                 }
             }
             _ if in_task => {
@@ -274,6 +322,50 @@ fn check_stalls(shared: &Shared, st: &mut State, now: Instant, threshold: Durati
             _ => *slot = None,
         }
     }
+    due
+}
+
+/// Whether P `i` has work other than the task its M is stuck in: its
+/// `runnext`, local ring or inbox; a due timer (its events are otherwise
+/// handled by a parked watcher, if there is one; see `driver::monitor`);
+/// or its node's queue while the node has no idle P to take it. Pinned
+/// tasks do not count: they belong to the stuck thread and cannot move.
+fn has_other_work(shared: &Shared, i: usize, now: Instant) -> bool {
+    let p = &shared.procs[i];
+    p.steal.has_runnext()
+        || !p.steal.is_empty()
+        || !p.inbox.is_empty()
+        || shared.reactor.next_timer_of(i).is_some_and(|t| t <= now)
+        || (!shared.nodes[p.node].inject.is_empty() && shared.idle.node_npidle(p.node) == 0)
+}
+
+/// Go's `retake` + `handoffp` for a P stuck in poll number `polls`: takes
+/// its core from the seat of the M holding it and hands it to another M
+/// (`machine::handoff`, as `block_in_place` does). The protocol is in
+/// `scheduler::seat`. `Ok(false)`: the M was touching the core, or has
+/// moved on, or no M could be started: the next round tries again.
+fn retake_p(shared: &Arc<Shared>, i: usize, polls: u64) -> std::io::Result<bool> {
+    let p = &shared.procs[i];
+    let Some(m) = p.holder() else {
+        return Ok(false);
+    };
+    let taken = m.seat.try_take(
+        // Still this P's core, still the same poll (the counter is bumped
+        // before the core enters the seat, which our Acquire load of the
+        // owner's flag orders before this read).
+        |core| core.index == i && p.metrics.polls.get() == polls,
+        |core| {
+            // The stuck M no longer writes the P's flags (its poll's end
+            // finds the seat empty); the M taking over owns them, and may
+            // set this one before `handoff` returns.
+            p.in_task.store(false, Relaxed);
+            machine::handoff(shared, core).inspect_err(|_| p.in_task.store(true, Relaxed))
+        },
+    )?;
+    if taken {
+        p.metrics.retakes.incr_shared();
+    }
+    Ok(taken)
 }
 
 fn report_stall(shared: &Shared, p: usize, ran: Duration) {
@@ -334,7 +426,7 @@ fn report_deadlock(shared: &Shared) {
 
 /// Go's `SCHED` line for this runtime, one line per node, and with
 /// `detail` one line per P.
-pub(crate) fn schedtrace(shared: &std::sync::Arc<Shared>, detail: bool) -> String {
+pub(crate) fn schedtrace(shared: &Arc<Shared>, detail: bool) -> String {
     let m = RuntimeMetrics {
         shared: shared.clone(),
     };
@@ -509,5 +601,10 @@ mod tests {
         assert!(parse_stall("10ms")
             .unwrap_err()
             .contains("NUMA_RT_STALL_MS"));
+        assert_eq!(parse_retake("0").unwrap(), None);
+        assert_eq!(parse_retake("off").unwrap(), None);
+        assert_eq!(parse_retake("5").unwrap(), Some(Duration::from_millis(5)));
+        let e = parse_retake("soon").unwrap_err();
+        assert!(e.contains("NUMA_RT_RETAKE_MS=\"soon\""), "{e}");
     }
 }

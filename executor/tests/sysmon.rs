@@ -128,6 +128,7 @@ fn bad_sysmon_variables_are_named() {
         ("NUMA_RT_SCHEDTRACE", "often"),
         ("NUMA_RT_DEADLOCK", "loud"),
         ("NUMA_RT_STALL_MS", "10ms"),
+        ("NUMA_RT_RETAKE_MS", "soon"),
     ] {
         let (ok, err) = child(NAME, &[(var, value)]);
         assert!(ok, "child failed:\n{err}");

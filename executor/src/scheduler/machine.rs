@@ -19,6 +19,7 @@
 use super::context::{self, Worker};
 use super::local::LocalQueue;
 use super::processor::Core;
+use super::seat::Seat;
 use super::{BoxCore, Shared};
 use crate::task::Runnable;
 use numa_rt_reactor::coop;
@@ -56,6 +57,9 @@ pub(crate) struct Machine {
     /// Tasks pinned to this thread (`spawn_local`); it also records the P
     /// this M holds, so their wakers can unpark the right driver.
     pub(crate) local: Arc<LocalQueue>,
+    /// Where the P's core sits while this M polls a task or runs the
+    /// driver; sysmon's retake takes it from there (see `seat`).
+    pub(crate) seat: Seat<BoxCore>,
     handoff: Mutex<Option<BoxCore>>,
     cv: Condvar,
 }
@@ -163,6 +167,7 @@ pub(crate) fn start(
             id,
             node,
             local: LocalQueue::for_machine(&s),
+            seat: Seat::new(),
             handoff: Mutex::new(None),
             cv: Condvar::new(),
         });
@@ -350,9 +355,11 @@ fn wait_for_core(
 
 impl Worker {
     /// Runs tasks on `core` until the core is handed away or shutdown.
-    /// Returns true if `block_in_place` lent the P to another M.
+    /// Returns true if `block_in_place` lent the P to another M, or sysmon
+    /// took it (retake).
     fn run_core(&self, mut core: BoxCore) -> bool {
         let index = core.index;
+        self.shared.procs[index].set_holder(&self.machine);
         self.machine.local.set_machine_p(index);
         self.shared.procs[index]
             .metrics
@@ -368,7 +375,7 @@ impl Worker {
             };
             core = match self.run_task(core, task) {
                 Some(c) => c,
-                None => break true, // lent by block_in_place
+                None => break true, // lent by block_in_place, or retaken
             };
         };
         self.machine.local.set_machine_p(usize::MAX);
@@ -394,28 +401,35 @@ impl Worker {
         let hist = p.metrics.poll_histogram.as_deref();
         let meta = task.metadata();
         meta.note_polled(core.clock_ms);
-        *self.core.borrow_mut() = Some(core);
         p.current_task.store(meta.id.as_u64(), Relaxed);
         p.in_task.store(true, Relaxed);
-        let forced = match hist {
-            None => coop::budget_counting(|| task.run()).1,
-            Some(buckets) => {
+        // SAFETY: this thread is the M owning the seat.
+        unsafe { self.machine.seat.enter_poll(core) };
+        let (forced, ns) = match hist {
+            None => (coop::budget_counting(|| task.run()).1, 0),
+            Some(_) => {
                 let t0 = Instant::now();
                 let forced = coop::budget_counting(|| task.run()).1;
                 let ns = t0.elapsed().as_nanos().min(u64::MAX as u128) as u64;
-                let shape = self.shared.config.poll_histogram.as_ref();
-                if let Some(shape) = shape {
-                    buckets[shape.bucket_of(ns)].incr();
-                    p.metrics.poll_ns.add(ns);
-                }
-                forced
+                (forced, ns)
             }
         };
+        // SAFETY: as above.
+        let Some(core) = (unsafe { self.machine.seat.leave_poll() }) else {
+            // The P went to another M during the poll (block_in_place, or
+            // sysmon's retake): its counters and flags are that M's now, so
+            // this poll's end is not recorded on it.
+            return None;
+        };
         p.in_task.store(false, Relaxed);
+        if let (Some(buckets), Some(shape)) = (hist, self.shared.config.poll_histogram.as_ref()) {
+            buckets[shape.bucket_of(ns)].incr();
+            p.metrics.poll_ns.add(ns);
+        }
         if forced {
             p.metrics.forced_yields.incr();
         }
-        self.core.borrow_mut().take()
+        Some(core)
     }
 
     /// Finds the next task, parking when there is none. `None` on shutdown
@@ -551,7 +565,8 @@ impl Worker {
             .driver
             .take()
             .expect("a P's driver is only out while its M is in it");
-        *self.core.borrow_mut() = Some(core);
+        // SAFETY: this thread is the M owning the seat (outside a poll).
+        unsafe { self.machine.seat.with_owned(|s| *s = Some(core)) };
         self.in_driver.set(true);
         if block {
             driver.park(None);
@@ -559,10 +574,8 @@ impl Worker {
             driver.poll_now();
         }
         self.in_driver.set(false);
-        let mut core = self
-            .core
-            .borrow_mut()
-            .take()
+        // SAFETY: as above.
+        let mut core = unsafe { self.machine.seat.with_owned(Option::take) }
             .expect("the core stays with its M while in the driver");
         core.driver = Some(driver);
         // The driver queued what it woke here without waking anybody (see

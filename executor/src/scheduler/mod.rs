@@ -24,6 +24,7 @@ pub(crate) mod inject;
 pub(crate) mod local;
 pub(crate) mod machine;
 pub(crate) mod processor;
+pub(crate) mod seat;
 
 use crate::config::Config;
 use crate::task::registry::Registry;
@@ -66,6 +67,9 @@ pub(crate) struct Shared {
     /// The registries of the pinned (`spawn_local`) tasks of every M and
     /// `block_on`, for the task dump; dead ones are pruned as new ones come.
     pub(crate) local_registries: Mutex<Vec<std::sync::Weak<Registry>>>,
+    /// Why retake is off although configured (`membarrier` unavailable;
+    /// see `seat`), for `RuntimeMetrics::retake_unavailable`.
+    pub(crate) retake_unavailable: Option<String>,
     /// sysmon's round (`crate::sysmon`); the monitor thread holds it weakly.
     sysmon: std::sync::OnceLock<Arc<crate::sysmon::Sysmon>>,
 }
@@ -149,11 +153,27 @@ pub(crate) struct Node {
 
 impl Shared {
     pub(crate) fn build(
-        config: Config,
+        mut config: Config,
         topology: Topology,
         node_of_p: Vec<usize>,
         start_node: usize,
     ) -> std::io::Result<Arc<Shared>> {
+        // Retake needs membarrier (see `seat`); without it, it is off and
+        // the reason is told once per process, never a failure.
+        let mut retake_unavailable = None;
+        if config.retake_threshold.is_some() {
+            if let Err(why) = seat::register() {
+                static TOLD: AtomicBool = AtomicBool::new(false);
+                if !TOLD.swap(true, Relaxed) {
+                    eprintln!(
+                        "numa_rt: sysmon's retake is off: {why}; a task that blocks its thread \
+                         keeps its processor's other tasks waiting"
+                    );
+                }
+                config.retake_threshold = None;
+                retake_unavailable = Some(why);
+            }
+        }
         let nprocs = node_of_p.len();
         let nnodes = topology.nodes().len();
         // Idle P's help (drain the pollers of) busy P's of their own node only.
@@ -208,10 +228,12 @@ impl Shared {
             started: std::time::Instant::now(),
             block_ons: BlockOns::default(),
             local_registries: Mutex::new(Vec::new()),
+            retake_unavailable,
             sysmon: std::sync::OnceLock::new(),
         });
         let cfg = &shared.config;
         if cfg.stall_threshold.is_some()
+            || cfg.retake_threshold.is_some()
             || cfg.schedtrace.is_some()
             || cfg.deadlock != crate::sysmon::DeadlockMode::Off
         {

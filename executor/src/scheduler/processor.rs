@@ -39,6 +39,11 @@ pub(crate) struct Processor {
     /// The id of the task in (or last in) a poll on this P: sysmon's stall
     /// report and the schedtrace read it. Relaxed: a diagnostic.
     pub(crate) current_task: AtomicU64,
+    /// The M that holds (or last held) this P: where sysmon's retake finds
+    /// the core of a P stuck in a poll (in that M's seat). Set once per
+    /// `run_core`; it may name an M that has just given the P away, which
+    /// retake checks under its protocol (see `seat`).
+    holder: Mutex<Option<Arc<Machine>>>,
     /// Where a `Core` rests when no M holds it: only during shutdown.
     pub(crate) core_slot: Mutex<Option<Box<Core>>>,
     /// The M that gave this P away (block_in_place) and wants it back;
@@ -101,6 +106,7 @@ impl Processor {
             in_task: AtomicBool::new(false),
             metrics: ProcCounters::new(histogram),
             current_task: AtomicU64::new(0),
+            holder: Mutex::new(None),
             core_slot: Mutex::new(None),
             asker: Mutex::new(None),
             has_asker: AtomicBool::new(false),
@@ -146,6 +152,22 @@ impl Processor {
         let mut a = self.asker.lock().unwrap();
         self.has_asker.store(false, Relaxed);
         a.take()
+    }
+
+    /// Records the M that now holds this P (`Worker::run_core`).
+    pub(crate) fn set_holder(&self, m: &Arc<Machine>) {
+        let mut h = self.holder.lock().unwrap_or_else(|e| e.into_inner());
+        if !h.as_ref().is_some_and(|x| Arc::ptr_eq(x, m)) {
+            *h = Some(m.clone());
+        }
+    }
+
+    /// The M that holds (or last held) this P (sysmon's retake).
+    pub(crate) fn holder(&self) -> Option<Arc<Machine>> {
+        self.holder
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     pub(crate) fn set_running(&self, running: bool) {

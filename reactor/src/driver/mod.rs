@@ -440,6 +440,12 @@ impl Reactor {
         (sources, p.timers.len())
     }
 
+    /// The earliest pending timer of P `index` (sysmon: a due timer on a
+    /// stuck P is work waiting for it).
+    pub fn next_timer_of(&self, index: usize) -> Option<Instant> {
+        self.shared.ps[index].timers.next_deadline()
+    }
+
     /// Diagnostics: sources on which a task waits (a stored waker), across
     /// all P's. Locks every source in turn: for rare checks (the deadlock
     /// diagnostic), not for hot paths.
