@@ -231,11 +231,10 @@ impl Shared {
             retake_unavailable,
             sysmon: std::sync::OnceLock::new(),
         });
-        let cfg = &shared.config;
-        if cfg.stall_threshold.is_some()
-            || cfg.retake_threshold.is_some()
-            || cfg.schedtrace.is_some()
-            || cfg.deadlock != crate::sysmon::DeadlockMode::Off
+        // Always installed: besides its reports, sysmon retakes stuck P's
+        // and polls the pollers nobody watches (the reactor's monitor),
+        // which a runtime of one P needs too. It sleeps while the runtime
+        // is idle.
         {
             let sysmon = Arc::new(crate::sysmon::Sysmon::new(Arc::downgrade(&shared)));
             let weak = Arc::downgrade(&sysmon);
@@ -366,7 +365,14 @@ impl Shared {
             Ok((node, false)) => return self.wake_idle_p_hint(node),
             Err(task) => task,
         };
-        let node = context::current_node_of(self).unwrap_or_else(|| self.next_node());
+        // Woken by the monitor polling a P's poller for it (see the
+        // reactor's `driver::monitor`): that P's node.
+        let node = context::current_node_of(self)
+            .or_else(|| {
+                let p = numa_rt_reactor::context::firing_for()?;
+                self.procs.get(p).map(|p| p.node)
+            })
+            .unwrap_or_else(|| self.next_node());
         self.push_node(node, task);
     }
 

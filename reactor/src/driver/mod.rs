@@ -196,6 +196,10 @@ struct Stats {
     wakeups: AtomicU64,
     helps: AtomicU64,
     handoffs: AtomicU64,
+    /// Drains of the P's io poller (by its M, a watcher or the monitor),
+    /// counted under the poller's lock: the monitor polls a poller whose
+    /// count stays still while nobody watches it (see `monitor`).
+    drains: AtomicU64,
 }
 
 /// The executor's part of the monitor thread (Go's sysmon): called at every
@@ -515,6 +519,9 @@ impl PState {
             debug_assert_eq!(e.kind(), std::io::ErrorKind::Interrupted, "epoll_wait: {e}");
             return false;
         }
+        // Under the poller's lock, so a plain load and store (no RMW).
+        let drains = &self.stats.drains;
+        drains.store(drains.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
         let mut timer = false;
         let sources = self.sources.lock().unwrap_or_else(|e| e.into_inner());
         for ev in events.iter() {
