@@ -27,10 +27,16 @@
 //!   `NUMA_RT_DEADLOCK` or `Builder::deadlock`. The default is `warn` in
 //!   debug builds and `off` in release builds.
 //!
-//! Every figure comes from the counters `RuntimeMetrics` reads: one source.
+//! - **retakes stuck P's** (Go's `retake`): a P whose M has been inside one
+//!   poll longer than the retake threshold (default 10 ms;
+//!   `Builder::retake_threshold`, `NUMA_RT_RETAKE_MS`) while the P has other
+//!   work is handed, with its queue, reactor and timers, to another M, as
+//!   `block_in_place` would; the protocol that lets the monitor take the
+//!   core from under a running M is in `scheduler::seat`.
 //!
-//! Not done here (yet): taking a stalled P away from its M and handing it to
-//! another (Go's `retake`): see docs/architecture.md, "sysmon".
+//! Every figure comes from the counters `RuntimeMetrics` reads: one source.
+//! The network poll of Go's sysmon is the reactor's part of the round
+//! (`driver::monitor`); docs/architecture.md, "sysmon", has all of it.
 
 use crate::metrics::RuntimeMetrics;
 use crate::scheduler::{machine, Shared};
