@@ -26,6 +26,7 @@ pub const MAXPROCS_ENV: &str = "NUMA_RT_MAXPROCS";
 /// ```
 pub struct Builder {
     max_procs: Option<usize>,
+    procs_source: Option<crate::config::ProcsSource>,
     thread_name: Arc<dyn Fn() -> String + Send + Sync>,
     thread_stack_size: Option<usize>,
     max_blocking_threads: usize,
@@ -52,11 +53,15 @@ impl Default for Builder {
 
 impl Builder {
     /// Default settings: `max_procs` from `NUMA_RT_MAXPROCS` or the CPUs this
-    /// process may use (capped by its cgroup CPU quota); the global queue
+    /// process may use (capped by its cgroup CPU quota, which sysmon then
+    /// re-reads about once a second: P's above a shrunk quota take no work
+    /// until it grows back; see
+    /// [`RuntimeMetrics::active_procs`](crate::RuntimeMetrics::active_procs)); the global queue
     /// checked every 61 ticks; up to 512 blocking threads kept 10 s.
     pub fn new() -> Builder {
         Builder {
             max_procs: None,
+            procs_source: None,
             thread_name: Arc::new(|| "numa_rt-worker".to_string()),
             thread_stack_size: None,
             max_blocking_threads: 512,
@@ -80,6 +85,17 @@ impl Builder {
     /// Overrides `NUMA_RT_MAXPROCS`. Must be at least 1.
     pub fn max_procs(&mut self, n: usize) -> &mut Self {
         self.max_procs = Some(n);
+        self
+    }
+
+    /// Replaces the default `max_procs` rule (the CPUs of the affinity
+    /// mask, capped by the cgroup CPU quota) with `f`, for tests of the
+    /// quota re-read: `f()` at build is the P count, and sysmon calls it
+    /// about once a second as it re-reads the quota. Ignored when
+    /// `max_procs` or `NUMA_RT_MAXPROCS` is set.
+    #[doc(hidden)]
+    pub fn max_procs_source(&mut self, f: impl Fn() -> usize + Send + Sync + 'static) -> &mut Self {
+        self.procs_source = Some(Arc::new(f));
         self
     }
 
@@ -303,11 +319,19 @@ impl Builder {
                 .or(self.deadlock_default)
                 .unwrap_or_else(DeadlockMode::default_for_build),
         };
-        let max_procs = match self.max_procs {
-            Some(n) => n,
+        // The default (no max_procs, no NUMA_RT_MAXPROCS) follows the CPU
+        // quota: sysmon re-reads it and retires the P's above it.
+        let (max_procs, procs_source) = match self.max_procs {
+            Some(n) => (n, None),
             None => match maxprocs_from_env()? {
-                Some(n) => n,
-                None => numa_rt_numa::sys::default_max_procs(),
+                Some(n) => (n, None),
+                None => {
+                    let source: crate::config::ProcsSource = match &self.procs_source {
+                        Some(f) => f.clone(),
+                        None => Arc::new(numa_rt_numa::sys::default_max_procs),
+                    };
+                    (source().max(1), Some(source))
+                }
             },
         };
         let topology = match &self.topology {
@@ -346,6 +370,7 @@ impl Builder {
             poll_histogram: self.poll_histogram,
             stall_threshold,
             retake_threshold,
+            procs_source,
             schedtrace,
             deadlock,
         };

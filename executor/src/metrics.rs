@@ -91,6 +91,9 @@ pub struct ProcMetrics {
     pub local_queue_depth: usize,
     /// Tasks in the P's inbox now.
     pub inbox_depth: usize,
+    /// Whether the P is retired now: above a shrunk CPU quota, it takes no
+    /// work (see [`RuntimeMetrics::active_procs`]).
+    pub retired: bool,
 }
 
 /// One node's counters: sums over its P's, and its queue.
@@ -148,6 +151,15 @@ impl RuntimeMetrics {
     /// Number of processors (P's).
     pub fn num_procs(&self) -> usize {
         self.shared.nprocs()
+    }
+
+    /// Processors allowed to take work now: all of them, unless `max_procs`
+    /// was left to its default and sysmon's re-read (about once a second)
+    /// found the cgroup CPU quota shrunk; the others retire
+    /// ([`ProcMetrics::retired`]) until it grows back. Never fewer than 2
+    /// (or all, with fewer).
+    pub fn active_procs(&self) -> usize {
+        self.shared.active_procs()
     }
 
     /// Number of NUMA nodes (simulated or real).
@@ -260,6 +272,7 @@ impl RuntimeMetrics {
             total_poll_time: Duration::from_nanos(m.poll_ns.get()),
             local_queue_depth: p.steal.len(),
             inbox_depth: p.inbox.len(),
+            retired: p.retired.load(Relaxed),
         }
     }
 

@@ -33,6 +33,10 @@
 //!   work is handed, with its queue, reactor and timers, to another M, as
 //!   `block_in_place` would; the protocol that lets the monitor take the
 //!   core from under a running M is in `scheduler::seat`.
+//! - **re-reads the CPU quota** about once a second when `max_procs` was
+//!   left to its default: P's above a shrunk quota retire (take no work)
+//!   until it grows back, never leaving fewer than 2
+//!   (`Worker::retired_round`).
 //!
 //! Every figure comes from the counters `RuntimeMetrics` reads: one source.
 //! The network poll of Go's sysmon is the reactor's part of the round
@@ -63,6 +67,9 @@ pub const RETAKE_ENV: &str = "NUMA_RT_RETAKE_MS";
 /// speaks: long enough for a foreign thread's usual reply (a test's 200 ms
 /// sender), short enough to be seen by someone waiting at a terminal.
 const DEADLOCK_GRACE: Duration = Duration::from_secs(1);
+
+/// How often the CPU quota is re-read (Go re-reads it about once a second).
+const QUOTA_REREAD: Duration = Duration::from_secs(1);
 
 /// What the deadlock diagnostic does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -189,6 +196,8 @@ struct State {
     stalls: Vec<Option<Stall>>,
     /// When the next schedtrace is due.
     next_trace: Option<Instant>,
+    /// When the CPU quota is re-read next.
+    next_quota: Option<Instant>,
     /// Since when the runtime has looked deadlocked, and whether this
     /// episode was reported.
     asleep_since: Option<Instant>,
@@ -236,6 +245,22 @@ impl numa_rt_reactor::SysmonHook for Sysmon {
                 }
             } else {
                 st.stalls.clear();
+            }
+        }
+
+        // The CPU quota may change while the process runs (Go 1.25 re-reads
+        // it too): P's above it retire until it grows back. Only while the
+        // monitor is awake: an idle runtime does not care, and its next
+        // round after a wake-up re-reads at once.
+        if let Some(source) = &cfg.procs_source {
+            if st.next_quota.is_none_or(|t| now >= t) {
+                st.next_quota = Some(now + QUOTA_REREAD);
+                let n = shared.nprocs();
+                // Never fewer than 2 (Go's floor for a quota), or all if fewer.
+                let target = source().clamp(n.min(2), n);
+                if target != shared.active_procs() {
+                    shared.set_active_procs(target);
+                }
             }
         }
 
@@ -400,7 +425,7 @@ fn looks_deadlocked(shared: &Shared) -> bool {
     let parked = b.parked.load(Relaxed);
     parked > 0
         && parked == b.running.load(Relaxed)
-        && shared.idle.npidle() == shared.nprocs()
+        && shared.idle.npidle() + shared.idle.nretired() == shared.nprocs()
         && shared.blocking.threads_busy() == 0
         && shared.blocking.queue_depth() == 0
         && shared.reactor.pending_timers() == 0

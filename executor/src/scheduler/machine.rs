@@ -48,6 +48,16 @@ const RUNNEXT_GRACE: Duration = Duration::from_micros(3);
 /// short next to the CPU a starved node wastes.
 const REMOTE_GRACE: Duration = Duration::from_micros(100);
 
+/// What a retired P's M does next (`Worker::retired_round`).
+enum Retired {
+    /// The quota grew back (or shutdown): the P works again.
+    Resume(BoxCore),
+    /// Run this pinned task of the M.
+    Run(BoxCore, Runnable),
+    /// The P went back to the M that lent it away.
+    Gone,
+}
+
 /// How long an M without a P waits in its node's pool before exiting.
 const M_KEEP_ALIVE: Duration = Duration::from_secs(10);
 
@@ -447,6 +457,15 @@ impl Worker {
                 *p.core_slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(core);
                 return None;
             }
+            // Above a shrunk CPU quota: no work but pinned tasks.
+            if core.retired {
+                match self.retired_round(core) {
+                    Retired::Resume(c) => core = c,
+                    Retired::Run(c, t) => return Some((c, t)),
+                    Retired::Gone => return None,
+                }
+                continue;
+            }
             let m = &shared.procs[core.index].metrics;
             // 1. Fairness: the other queues first, once in a while.
             if core.tick % cfg.global_queue_interval == 0 {
@@ -469,6 +488,12 @@ impl Worker {
                 // `event_interval` ticks; see `counters`).
                 core.flush_busy(m, true);
                 core = self.poll_driver(core, false);
+                // The quota re-read reaches a busy P here (one load per
+                // `event_interval` ticks).
+                if core.index >= shared.active_procs() {
+                    core.retired = true;
+                    continue;
+                }
             }
             // 3. runnext, then the ring.
             if let Some((t, lifo)) = core.queue.pop(core.lifo_polls < MAX_LIFO_POLLS) {
@@ -517,11 +542,76 @@ impl Worker {
                 }
             }
             // 7. Park (or give the P back to the M that lent it).
+            if core.index >= shared.active_procs() {
+                core.retired = true;
+                continue;
+            }
             if woke {
                 shared.procs[core.index].metrics.spurious_wakeups.incr();
             }
             core = self.park(core)?;
             woke = true;
+            // Woken to retire (sysmon's quota re-read wakes idle P's above it).
+            if core.index >= shared.active_procs() {
+                core.retired = true;
+            }
+        }
+    }
+
+    /// One stay of a P above a shrunk CPU quota (sysmon's re-read; see
+    /// docs/architecture.md, "sysmon"): the P is marked retired (not idle:
+    /// nobody wakes it for work), hands what is queued on it (ring,
+    /// `runnext`, inbox) to its node's queue for the other P's, runs only
+    /// this M's pinned tasks (they cannot move), returns itself to an M
+    /// that lent it away and asks for it back, and otherwise sleeps in its
+    /// driver. Targeted wakes reach it (`Idle::take_specific`): a pinned
+    /// task, an inbox push, an asker, the quota growing back. As its node's
+    /// watcher it may fire I/O wakers into its own ring; the next turn of
+    /// the loop hands them on. Its poller is watched like an idle P's.
+    fn retired_round(&self, mut core: BoxCore) -> Retired {
+        let shared = &*self.shared;
+        let (idx, node) = (core.index, core.node);
+        let p = &shared.procs[idx];
+        if !p.retired.load(Relaxed) {
+            core.flush_busy(&p.metrics, false);
+            if core.spinning {
+                core.spinning = false;
+                if shared.idle.stop_spinning(node) {
+                    shared.wake_idle_p(node);
+                }
+            }
+            p.set_running(false);
+            p.retired.store(true, Relaxed);
+            // (barrier) Under the idle lock: a targeted waker pushes, then
+            // takes that lock in `take_specific`; our checks below come
+            // after it, so one of us sees the other.
+            shared.idle.retire(idx);
+        }
+        loop {
+            if shared.is_shutdown() || idx < shared.active_procs() {
+                shared.idle.unretire(idx);
+                p.retired.store(false, Relaxed);
+                p.set_running(true);
+                core.retired = false;
+                return Retired::Resume(core);
+            }
+            let mut moved = core.queue.drain();
+            moved.extend(p.inbox.drain());
+            if !moved.is_empty() {
+                let inject = &shared.nodes[node].inject;
+                for t in moved {
+                    inject.push(t);
+                }
+                shared.wake_idle_p(node);
+            }
+            if let Some(t) = self.machine.local.pop() {
+                return Retired::Run(core, t);
+            }
+            core = match self.give_back(core) {
+                Ok(()) => return Retired::Gone,
+                Err(c) => c,
+            };
+            core = self.poll_driver(core, true);
         }
     }
 

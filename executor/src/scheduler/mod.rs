@@ -56,6 +56,11 @@ pub(crate) struct Shared {
     shutdown: AtomicBool,
     /// Round-robin cursor for root tasks and for outside spawns.
     rr: AtomicUsize,
+    /// P's allowed to take work: all of them, unless sysmon's re-read of
+    /// the CPU quota found it shrunk (`Config::procs_source`); P's from
+    /// this index up retire. Written by the monitor thread only; Relaxed
+    /// (see `set_active_procs` for how a change reaches the M's).
+    active_procs: AtomicUsize,
     /// The node this process starts on (random per process, Vyukov).
     pub(crate) start_node: usize,
     /// Every live `Send` task, so shutdown can drop every pending future.
@@ -223,6 +228,7 @@ impl Shared {
             machines: machine::Registry::default(),
             shutdown: AtomicBool::new(false),
             rr: AtomicUsize::new(0),
+            active_procs: AtomicUsize::new(nprocs),
             start_node,
             tasks: Registry::new(4 * nprocs),
             started: std::time::Instant::now(),
@@ -284,6 +290,26 @@ impl Shared {
         self.procs.len()
     }
 
+    /// P's allowed to take work now (all, unless the CPU quota shrank).
+    pub(crate) fn active_procs(&self) -> usize {
+        self.active_procs.load(Relaxed)
+    }
+
+    /// sysmon's quota re-read: P's `n..` retire, P's below `n` work.
+    /// A running M sees the change at its next `event_interval` tick or
+    /// when it runs out of work; an idle or retired one is woken here
+    /// (`take_specific` reaches both, under the idle lock, after the store:
+    /// an M that retires later reads the new count after taking that lock).
+    pub(crate) fn set_active_procs(&self, n: usize) {
+        let n = n.clamp(1, self.nprocs());
+        let old = self.active_procs.swap(n, Relaxed);
+        for p in n.min(old)..n.max(old) {
+            if self.idle.take_specific(p) {
+                self.unpark(p);
+            }
+        }
+    }
+
     /// Spawns a `Send` task. Where it first runs follows the wake policy of
     /// [`Shared::schedule`], except for root tasks (see `place_new`).
     #[track_caller]
@@ -322,7 +348,8 @@ impl Shared {
         }
         if numa_rt_reactor::context::take_accepted() {
             if let Some(here) = context::current_p_of(self) {
-                let n = self.nprocs();
+                // Retired P's (above a shrunk quota) get none.
+                let n = self.active_procs().max(1);
                 let k = self.rr.fetch_add(1, Relaxed) % n;
                 let target = if k == here { (k + 1) % n } else { k };
                 self.procs[target].metrics.root_tasks_received.incr_shared();
@@ -441,7 +468,12 @@ impl Shared {
     /// saturated (its work is queued on the node serving it).
     pub(crate) fn saturated(&self, node: usize) -> bool {
         let procs = &self.procs[self.nodes[node].procs.clone()];
-        !procs.is_empty() && procs.iter().all(|p| p.in_task.load(Relaxed))
+        // Retired P's (above a shrunk CPU quota) take no work: a node whose
+        // P's are all retired is served by the others.
+        !procs.is_empty()
+            && procs
+                .iter()
+                .all(|p| p.in_task.load(Relaxed) || p.retired.load(Relaxed))
     }
 
     /// `wake_idle_p` for work this M queued on its own P: the M is awake and

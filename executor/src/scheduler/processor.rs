@@ -35,6 +35,10 @@ pub(crate) struct Processor {
     /// a stale value only delays or hastens a remote steal; the node's own
     /// M's find the work through the park barrier either way.
     pub(crate) in_task: AtomicBool,
+    /// True while the P is retired: above a CPU quota that shrank (sysmon's
+    /// re-read), it takes no work. Relaxed, like `in_task`: `saturated`
+    /// leaves it out, and a stale value only delays a remote steal.
+    pub(crate) retired: AtomicBool,
     pub(crate) metrics: ProcCounters,
     /// The id of the task in (or last in) a poll on this P: sysmon's stall
     /// report and the schedtrace read it. Relaxed: a diagnostic.
@@ -86,6 +90,9 @@ pub(crate) struct Core {
     /// The clock of the current batch in ms since the task epoch, stamped
     /// on each task polled (the task dump's "last polled").
     pub(crate) clock_ms: u32,
+    /// Set while this P is retired (above a shrunk CPU quota): the run loop
+    /// then only hands its work to the node and runs its M's pinned tasks.
+    pub(crate) retired: bool,
 }
 
 impl Processor {
@@ -104,6 +111,7 @@ impl Processor {
             unparker: driver.unparker(),
             running: AtomicBool::new(true),
             in_task: AtomicBool::new(false),
+            retired: AtomicBool::new(false),
             metrics: ProcCounters::new(histogram),
             current_task: AtomicU64::new(0),
             holder: Mutex::new(None),
@@ -125,6 +133,7 @@ impl Processor {
             busy_since: None,
             batch_polls: 0,
             clock_ms: 0,
+            retired: false,
         });
         (p, core)
     }
