@@ -92,7 +92,10 @@ fn a_pinned_task_of_the_stuck_thread_runs_later_on_that_thread() {
         .await
         .unwrap()
     });
-    assert!(child_ran, "the child never ran while its P's thread was stuck");
+    assert!(
+        child_ran,
+        "the child never ran while its P's thread was stuck"
+    );
     // The stuck thread gets a P back when its poll returns (the P's new
     // holder gives it back when it runs out of work) and runs its task.
     let pinned_thread = rt.block_on(async {

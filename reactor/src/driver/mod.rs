@@ -521,7 +521,10 @@ impl PState {
         }
         // Under the poller's lock, so a plain load and store (no RMW).
         let drains = &self.stats.drains;
-        drains.store(drains.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+        drains.store(
+            drains.load(Ordering::Relaxed).wrapping_add(1),
+            Ordering::Relaxed,
+        );
         let mut timer = false;
         let sources = self.sources.lock().unwrap_or_else(|e| e.into_inner());
         for ev in events.iter() {
