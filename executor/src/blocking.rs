@@ -32,6 +32,7 @@ where
         // The P leaves this poll with its core: the M taking it owns the
         // flag from now on (it may set it before `handoff` returns).
         p.in_task.store(false, Relaxed);
+        p.clear_holder(&w.machine);
         match machine::handoff(&shared, core) {
             Ok(()) => {
                 // This M no longer holds a P: new I/O registers elsewhere and
@@ -43,6 +44,7 @@ where
             // No thread could be started: keep the P and block with it.
             Err(core) => {
                 p.in_task.store(true, Relaxed);
+                p.set_holder(&w.machine);
                 Some(core)
             }
         }

@@ -388,9 +388,16 @@ fn retake_p(shared: &Arc<Shared>, i: usize, polls: u64) -> std::io::Result<bool>
         |core| {
             // The stuck M no longer writes the P's flags (its poll's end
             // finds the seat empty); the M taking over owns them, and may
-            // set this one before `handoff` returns.
+            // set this one before `handoff` returns. Nor is it the P's
+            // holder any more: no later round asks it for this P's core.
             p.in_task.store(false, Relaxed);
-            machine::handoff(shared, core).inspect_err(|_| p.in_task.store(true, Relaxed))
+            let was_holder = p.clear_holder(&m);
+            machine::handoff(shared, core).inspect_err(|_| {
+                p.in_task.store(true, Relaxed);
+                if was_holder {
+                    p.set_holder(&m);
+                }
+            })
         },
     )?;
     if taken {

@@ -171,6 +171,19 @@ impl Processor {
         }
     }
 
+    /// Forgets `m` as this P's holder (it is handing the P on; the next
+    /// holder records itself): retake then makes no request to an M that
+    /// lost this P (see `seat`). Returns whether `m` was the holder.
+    pub(crate) fn clear_holder(&self, m: &Arc<Machine>) -> bool {
+        let mut h = self.holder.lock().unwrap_or_else(|e| e.into_inner());
+        if h.as_ref().is_some_and(|x| Arc::ptr_eq(x, m)) {
+            *h = None;
+            true
+        } else {
+            false
+        }
+    }
+
     /// The M that holds (or last held) this P (sysmon's retake).
     pub(crate) fn holder(&self) -> Option<Arc<Machine>> {
         self.holder

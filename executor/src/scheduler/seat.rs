@@ -46,7 +46,9 @@
 //! **Monitor**: `retake = REQUESTED`; `membarrier(PRIVATE_EXPEDITED)`; load
 //! `in_use` (Acquire); only if it is clear does it take the core — and only
 //! if it is still the stuck P's core in the same poll — then hands it off
-//! and publishes `TAKEN` (Release), or `IDLE` if it took nothing.
+//! (forgetting the old M as the P's holder first, so that no later round
+//! asks it again) and publishes `TAKEN` (Release), or `IDLE` if it took
+//! nothing.
 //!
 //! **Why the plain store is enough.** This is the store-buffering pattern
 //! (each side stores its flag, then loads the other's): with a full fence
@@ -213,10 +215,15 @@ impl<T> Seat<T> {
                 TAKEN => {
                     // The monitor is done with this seat (it published TAKEN
                     // after its last access); `in_use` stays set: we are
-                    // outside a poll now. Relaxed: the monitor only stores
-                    // `retake` again after seeing this M hold a P, through
-                    // the P's `holder` lock.
-                    self.retake.store(IDLE, Relaxed);
+                    // outside a poll now. The monitor cleared the P's
+                    // `holder` before handing the core on, so it makes no
+                    // new request here until this M holds a P again (after
+                    // this reset, through the `holder` lock). Still a
+                    // compare-exchange rather than a store, so that a
+                    // request could never be erased; once per retake, never
+                    // per poll. Relaxed: orders nothing; the slot is
+                    // reached only through `claim`.
+                    let _ = self.retake.compare_exchange(TAKEN, IDLE, Relaxed, Relaxed);
                     return None;
                 }
                 _ => self.wait_for_decision(),
