@@ -291,7 +291,14 @@ fn a_busy_ps_timer_is_fired_by_the_idle_p() {
             Poll::Ready(self.0.as_mut().poll(cx).is_pending())
         }
     }
-    let rt = numa_rt::Builder::new().max_procs(2).build().unwrap();
+    // Retake off: with it, sysmon would hand P_i (and R in its runnext) to
+    // a new M after 10 ms, and P_i itself would fire the timer; this test is
+    // about the idle P's watcher.
+    let rt = numa_rt::Builder::new()
+        .max_procs(2)
+        .retake_threshold(None)
+        .build()
+        .unwrap();
     let busy = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicBool::new(false));
     let (busy2, done2) = (busy.clone(), done.clone());

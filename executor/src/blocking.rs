@@ -3,6 +3,7 @@
 //! The blocking pool behind `spawn_blocking` is `scheduler::blocking`.
 
 use crate::scheduler::{context, machine};
+use std::sync::atomic::Ordering::Relaxed;
 
 /// Runs `f`, which may block, on the current thread after handing this M's
 /// P (and its queued tasks) to another M, so the P's other tasks keep
@@ -24,8 +25,16 @@ where
     let kept = context::with_worker(|w| {
         let w = w?;
         runtime = Some(w.shared.clone());
-        let core = w.core.borrow_mut().take()?;
+        // SAFETY: `w` is this thread's M, the seat's owner. `None` also
+        // while sysmon is taking the core (or has): then there is nothing
+        // to hand over.
+        let core = unsafe { w.machine.seat.access(Option::take) }.flatten()?;
         let shared = w.shared.clone();
+        let p = &shared.procs[core.index];
+        // The P leaves this poll with its core: the M taking it owns the
+        // flag from now on (it may set it before `handoff` returns).
+        p.in_task.store(false, Relaxed);
+        p.clear_holder(&w.machine);
         match machine::handoff(&shared, core) {
             Ok(()) => {
                 // This M no longer holds a P: new I/O registers elsewhere and
@@ -35,7 +44,11 @@ where
                 None
             }
             // No thread could be started: keep the P and block with it.
-            Err(core) => Some(core),
+            Err(core) => {
+                p.in_task.store(true, Relaxed);
+                p.set_holder(&w.machine);
+                Some(core)
+            }
         }
     });
     let _left = context::leave_worker(kept);

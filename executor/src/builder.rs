@@ -26,6 +26,7 @@ pub const MAXPROCS_ENV: &str = "NUMA_RT_MAXPROCS";
 /// ```
 pub struct Builder {
     max_procs: Option<usize>,
+    procs_source: Option<crate::config::ProcsSource>,
     thread_name: Arc<dyn Fn() -> String + Send + Sync>,
     thread_stack_size: Option<usize>,
     max_blocking_threads: usize,
@@ -38,6 +39,7 @@ pub struct Builder {
     pin_cores: bool,
     poll_histogram: Option<HistogramConfig>,
     stall_threshold: Option<Option<Duration>>,
+    retake_threshold: Option<Option<Duration>>,
     schedtrace: Option<SchedTrace>,
     deadlock: Option<DeadlockMode>,
     deadlock_default: Option<DeadlockMode>,
@@ -54,11 +56,15 @@ impl Default for Builder {
 
 impl Builder {
     /// Default settings: `max_procs` from `NUMA_RT_MAXPROCS` or the CPUs this
-    /// process may use (capped by its cgroup CPU quota); the global queue
+    /// process may use (capped by its cgroup CPU quota, which sysmon then
+    /// re-reads about once a second: P's above a shrunk quota take no work
+    /// until it grows back; see
+    /// [`RuntimeMetrics::active_procs`](crate::RuntimeMetrics::active_procs)); the global queue
     /// checked every 61 ticks; up to 512 blocking threads kept 10 s.
     pub fn new() -> Builder {
         Builder {
             max_procs: None,
+            procs_source: None,
             thread_name: Arc::new(|| "numa_rt-worker".to_string()),
             thread_stack_size: None,
             max_blocking_threads: 512,
@@ -71,6 +77,7 @@ impl Builder {
             pin_cores: false,
             poll_histogram: None,
             stall_threshold: None,
+            retake_threshold: None,
             schedtrace: None,
             deadlock: None,
             deadlock_default: None,
@@ -84,6 +91,17 @@ impl Builder {
     /// Overrides `NUMA_RT_MAXPROCS`. Must be at least 1.
     pub fn max_procs(&mut self, n: usize) -> &mut Self {
         self.max_procs = Some(n);
+        self
+    }
+
+    /// Replaces the default `max_procs` rule (the CPUs of the affinity
+    /// mask, capped by the cgroup CPU quota) with `f`, for tests of the
+    /// quota re-read: `f()` at build is the P count, and sysmon calls it
+    /// about once a second as it re-reads the quota. Ignored when
+    /// `max_procs` or `NUMA_RT_MAXPROCS` is set.
+    #[doc(hidden)]
+    pub fn max_procs_source(&mut self, f: impl Fn() -> usize + Send + Sync + 'static) -> &mut Self {
+        self.procs_source = Some(Arc::new(f));
         self
     }
 
@@ -208,6 +226,19 @@ impl Builder {
         self
     }
 
+    /// sysmon hands the P of a thread stuck inside one task's poll longer
+    /// than this — its queue, reactor and timers — to another thread, when
+    /// the P has other work (Go's `retake`); the stuck thread gets a P
+    /// again when its poll returns. `None` turns retake off. Default 10 ms,
+    /// or `NUMA_RT_RETAKE_MS` (`0` or `off`: off). Needs Linux's
+    /// `membarrier` (4.14+); without it retake is off and
+    /// [`RuntimeMetrics::retake_unavailable`](crate::RuntimeMetrics::retake_unavailable)
+    /// says why.
+    pub fn retake_threshold(&mut self, threshold: Option<Duration>) -> &mut Self {
+        self.retake_threshold = Some(threshold);
+        self
+    }
+
     /// Prints Go's `SCHED` line (plus one line per node, and with `detail`
     /// one per P and pooled M) on stderr every `every`; also set by
     /// `NUMA_RT_SCHEDTRACE=<ms>[,detail]`. Must be at least 1 ms.
@@ -285,8 +316,9 @@ impl Builder {
     /// Builds the runtime; its threads start at once.
     ///
     /// Errors (`InvalidInput`) name what was wrong: `max_procs(0)`, a zero
-    /// interval or blocking-thread cap, an invalid `NUMA_RT_MAXPROCS` or
-    /// `NUMA_RT_TOPOLOGY`, a [`topology`](Builder::topology) naming CPUs
+    /// interval or blocking-thread cap, an invalid `NUMA_RT_MAXPROCS`,
+    /// `NUMA_RT_TOPOLOGY` or sysmon variable (`NUMA_RT_STALL_MS`,
+    /// `NUMA_RT_RETAKE_MS`, …), a [`topology`](Builder::topology) naming CPUs
     /// this process may not use. Errors from the OS name the setting or
     /// limit behind them: a `thread_stack_size` the OS refuses, more
     /// threads than it allows, more descriptors than `RLIMIT_NOFILE`
@@ -331,6 +363,11 @@ impl Builder {
             None => sysmon::env(sysmon::STALL_ENV, sysmon::parse_stall)?
                 .unwrap_or(Some(Duration::from_millis(10))),
         };
+        let retake_threshold = match self.retake_threshold {
+            Some(t) => t,
+            None => sysmon::env(sysmon::RETAKE_ENV, sysmon::parse_retake)?
+                .unwrap_or(Some(Duration::from_millis(10))),
+        };
         let schedtrace = match self.schedtrace {
             Some(t) => Some(t),
             None => sysmon::env(sysmon::SCHEDTRACE_ENV, sysmon::parse_schedtrace)?,
@@ -341,11 +378,19 @@ impl Builder {
                 .or(self.deadlock_default)
                 .unwrap_or_else(DeadlockMode::default_for_build),
         };
-        let max_procs = match self.max_procs {
-            Some(n) => n,
+        // The default (no max_procs, no NUMA_RT_MAXPROCS) follows the CPU
+        // quota: sysmon re-reads it and retires the P's above it.
+        let (max_procs, procs_source) = match self.max_procs {
+            Some(n) => (n, None),
             None => match maxprocs_from_env()? {
-                Some(n) => n,
-                None => numa_rt_numa::sys::default_max_procs(),
+                Some(n) => (n, None),
+                None => {
+                    let source: crate::config::ProcsSource = match &self.procs_source {
+                        Some(f) => f.clone(),
+                        None => Arc::new(numa_rt_numa::sys::default_max_procs),
+                    };
+                    (source().max(1), Some(source))
+                }
             },
         };
         let topology = match &self.topology {
@@ -383,6 +428,8 @@ impl Builder {
             pin_cores: self.pin_cores,
             poll_histogram: self.poll_histogram,
             stall_threshold,
+            retake_threshold,
+            procs_source,
             schedtrace,
             deadlock,
             start_paused: self.start_paused,

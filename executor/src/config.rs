@@ -3,6 +3,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Gives the number of P's the process may use now (see `procs_source`).
+pub(crate) type ProcsSource = Arc<dyn Fn() -> usize + Send + Sync>;
+
 /// A function run on each runtime thread (`on_thread_start`, `on_thread_stop`).
 pub(crate) type Callback = Arc<dyn Fn() + Send + Sync>;
 
@@ -22,6 +25,13 @@ pub(crate) struct Config {
     pub(crate) poll_histogram: Option<crate::HistogramConfig>,
     /// sysmon: report a poll longer than this (`None`: no reports).
     pub(crate) stall_threshold: Option<Duration>,
+    /// sysmon: hand the P of an M stuck in one poll longer than this to
+    /// another M, when it has other work (`None`: never; see `seat`).
+    pub(crate) retake_threshold: Option<Duration>,
+    /// Where the default `max_procs` comes from (the affinity mask capped
+    /// by the cgroup CPU quota) when the user did not set it: sysmon
+    /// re-reads it about once a second. `None`: the user chose.
+    pub(crate) procs_source: Option<ProcsSource>,
     /// sysmon: print the schedtrace this often.
     pub(crate) schedtrace: Option<crate::sysmon::SchedTrace>,
     /// sysmon: what the deadlock diagnostic does.

@@ -54,6 +54,8 @@ pub(crate) struct ProcCounters {
     pub(crate) spurious_wakeups: Counter,
     pub(crate) root_tasks_received: Counter,
     pub(crate) handbacks: Counter,
+    /// Written by the monitor thread (`incr_shared`).
+    pub(crate) retakes: Counter,
     /// Nanoseconds the P's M spent running tasks and dispatching between
     /// them (not searching for work, not parked), flushed at each batch
     /// boundary.

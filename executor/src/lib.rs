@@ -55,5 +55,5 @@ pub use metrics::{
 pub use runtime::{Handle, Runtime, TryCurrentError};
 pub use scheduler::context::EnterGuard;
 pub use spawn::{spawn, spawn_blocking, spawn_local};
-pub use sysmon::{DeadlockMode, DEADLOCK_ENV, SCHEDTRACE_ENV, STALL_ENV};
+pub use sysmon::{DeadlockMode, DEADLOCK_ENV, RETAKE_ENV, SCHEDTRACE_ENV, STALL_ENV};
 pub use task::{AbortHandle, JoinError, JoinHandle, JoinSet};

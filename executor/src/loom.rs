@@ -24,3 +24,26 @@ pub(crate) fn spin_loop() {
     #[cfg(loom)]
     loom::thread::yield_now();
 }
+
+/// An `UnsafeCell` with loom's closure API, so a loom model can check that
+/// two threads never touch it at once (`scheduler::seat`).
+#[cfg(not(loom))]
+pub(crate) mod cell {
+    /// `std::cell::UnsafeCell` behind loom's `with_mut`.
+    pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+    impl<T> UnsafeCell<T> {
+        pub(crate) const fn new(value: T) -> Self {
+            UnsafeCell(std::cell::UnsafeCell::new(value))
+        }
+
+        /// Runs `f` with a pointer to the value; what `f` may do with it is
+        /// the caller's protocol.
+        #[inline(always)]
+        pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+            f(self.0.get())
+        }
+    }
+}
+#[cfg(loom)]
+pub(crate) use loom::cell;

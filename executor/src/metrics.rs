@@ -62,6 +62,10 @@ pub struct ProcMetrics {
     pub root_tasks_received: u64,
     /// Times this P went back to the M that lent it away in `block_in_place`.
     pub handbacks: u64,
+    /// Times sysmon took this P from an M stuck inside one poll and handed
+    /// it to another M (retake; see
+    /// [`Builder::retake_threshold`](crate::Builder::retake_threshold)).
+    pub retakes: u64,
     /// Time this P's M spent running tasks and dispatching between them:
     /// from the first task it finds to the moment its queues run dry
     /// (searching and stealing, which a spinning M does, and parking are
@@ -87,6 +91,9 @@ pub struct ProcMetrics {
     pub local_queue_depth: usize,
     /// Tasks in the P's inbox now.
     pub inbox_depth: usize,
+    /// Whether the P is retired now: above a shrunk CPU quota, it takes no
+    /// work (see [`RuntimeMetrics::active_procs`]).
+    pub retired: bool,
 }
 
 /// One node's counters: sums over its P's, and its queue.
@@ -134,9 +141,25 @@ pub struct NodeMetrics {
 }
 
 impl RuntimeMetrics {
+    /// Why sysmon's retake is off although a threshold was set: `membarrier`
+    /// is unavailable (a kernel before 4.14, or a seccomp filter refusing
+    /// it). `None` when retake runs, or was turned off by the user.
+    pub fn retake_unavailable(&self) -> Option<&str> {
+        self.shared.retake_unavailable.as_deref()
+    }
+
     /// Number of processors (P's).
     pub fn num_procs(&self) -> usize {
         self.shared.nprocs()
+    }
+
+    /// Processors allowed to take work now: all of them, unless `max_procs`
+    /// was left to its default and sysmon's re-read (about once a second)
+    /// found the cgroup CPU quota shrunk; the others retire
+    /// ([`ProcMetrics::retired`]) until it grows back. Never fewer than 2
+    /// (or all, with fewer).
+    pub fn active_procs(&self) -> usize {
+        self.shared.active_procs()
     }
 
     /// Number of NUMA nodes (simulated or real).
@@ -238,6 +261,7 @@ impl RuntimeMetrics {
             watch_handoffs: driver.watch_handoffs,
             root_tasks_received: m.root_tasks_received.get(),
             handbacks: m.handbacks.get(),
+            retakes: m.retakes.get(),
             busy_duration: Duration::from_nanos(m.busy_ns.get()),
             mean_poll_time: Duration::from_nanos(m.poll_time_ewma_ns.get()),
             budget_forced_yields: m.forced_yields.get(),
@@ -248,6 +272,7 @@ impl RuntimeMetrics {
             total_poll_time: Duration::from_nanos(m.poll_ns.get()),
             local_queue_depth: p.steal.len(),
             inbox_depth: p.inbox.len(),
+            retired: p.retired.load(Relaxed),
         }
     }
 

@@ -38,17 +38,27 @@
 //!   never diagnosed as deadlocked. docs/architecture.md, "Paused time
 //!   (tests)", has the design and its races.
 //!
-//! Every figure comes from the counters `RuntimeMetrics` reads: one source.
+//! - **retakes stuck P's** (Go's `retake`): a P whose M has been inside one
+//!   poll longer than the retake threshold (default 10 ms;
+//!   `Builder::retake_threshold`, `NUMA_RT_RETAKE_MS`) while the P has other
+//!   work is handed, with its queue, reactor and timers, to another M, as
+//!   `block_in_place` would; the protocol that lets the monitor take the
+//!   core from under a running M is in `scheduler::seat`.
+//! - **re-reads the CPU quota** about once a second when `max_procs` was
+//!   left to its default: P's above a shrunk quota retire (take no work)
+//!   until it grows back, never leaving fewer than 2
+//!   (`Worker::retired_round`).
 //!
-//! Not done here (yet): taking a stalled P away from its M and handing it to
-//! another (Go's `retake`): see docs/architecture.md, "sysmon".
+//! Every figure comes from the counters `RuntimeMetrics` reads: one source.
+//! The network poll of Go's sysmon is the reactor's part of the round
+//! (`driver::monitor`); docs/architecture.md, "sysmon", has all of it.
 
 use crate::metrics::RuntimeMetrics;
-use crate::scheduler::Shared;
+use crate::scheduler::{machine, Shared};
 use crate::task::{TaskDump, TaskInfo, TaskState};
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Mutex, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 /// The environment variable that sets the schedtrace period: `<ms>` or
@@ -60,6 +70,9 @@ pub const DEADLOCK_ENV: &str = "NUMA_RT_DEADLOCK";
 /// The environment variable that sets the stall threshold in milliseconds
 /// (`off` or `0`: no stall reports).
 pub const STALL_ENV: &str = "NUMA_RT_STALL_MS";
+/// The environment variable that sets the retake threshold in milliseconds
+/// (`off` or `0`: no retake).
+pub const RETAKE_ENV: &str = "NUMA_RT_RETAKE_MS";
 
 /// How long everything must stay asleep before the deadlock diagnostic
 /// speaks: long enough for a foreign thread's usual reply (a test's 200 ms
@@ -70,6 +83,9 @@ const DEADLOCK_GRACE: Duration = Duration::from_secs(1);
 /// latency of one auto-advance step (after a step, the woken M's kick the
 /// monitor; this bounds the wait when nothing kicks it).
 const PAUSED_RECHECK: Duration = Duration::from_millis(1);
+
+/// How often the CPU quota is re-read (Go re-reads it about once a second).
+const QUOTA_REREAD: Duration = Duration::from_secs(1);
 
 /// What the deadlock diagnostic does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -151,6 +167,20 @@ pub(crate) fn parse_stall(v: &str) -> Result<Option<Duration>, String> {
     }
 }
 
+/// Parses `NUMA_RT_RETAKE_MS`: a whole number of milliseconds ≥ 1, or `off`
+/// (or `0`) for no retake.
+pub(crate) fn parse_retake(v: &str) -> Result<Option<Duration>, String> {
+    match v.trim() {
+        "off" | "0" => Ok(None),
+        t => t
+            .parse::<u64>()
+            .map(|ms| Some(Duration::from_millis(ms)))
+            .map_err(|_| {
+                format!("{RETAKE_ENV}={v:?}: expected a whole number of milliseconds, or off")
+            }),
+    }
+}
+
 /// Reads an env variable: unset or empty is `None`.
 pub(crate) fn env<T>(
     name: &str,
@@ -182,6 +212,8 @@ struct State {
     stalls: Vec<Option<Stall>>,
     /// When the next schedtrace is due.
     next_trace: Option<Instant>,
+    /// When the CPU quota is re-read next.
+    next_quota: Option<Instant>,
     /// Since when the runtime has looked deadlocked, and whether this
     /// episode was reported.
     asleep_since: Option<Instant>,
@@ -189,6 +221,9 @@ struct State {
     /// `block_on` woken from outside in between is progress.
     asleep_polls: u64,
     reported_deadlock: bool,
+    /// `membarrier` failed at a retake although it was registered: retake
+    /// stays off.
+    retake_failed: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -228,11 +263,30 @@ impl numa_rt_reactor::SysmonHook for Sysmon {
         let mut limit: Option<Duration> = None;
         let mut bound = |d: Duration| limit = Some(limit.map_or(d, |l| l.min(d)));
 
-        if let Some(threshold) = shared.config.stall_threshold {
+        let cfg = &shared.config;
+        if cfg.stall_threshold.is_some() || cfg.retake_threshold.is_some() {
             if !idle {
-                check_stalls(&shared, &mut st, now, threshold);
+                if let Some(d) = check_stalls(&shared, &mut st, now) {
+                    bound(d);
+                }
             } else {
                 st.stalls.clear();
+            }
+        }
+
+        // The CPU quota may change while the process runs (Go 1.25 re-reads
+        // it too): P's above it retire until it grows back. Only while the
+        // monitor is awake: an idle runtime does not care, and its next
+        // round after a wake-up re-reads at once.
+        if let Some(source) = &cfg.procs_source {
+            if st.next_quota.is_none_or(|t| now >= t) {
+                st.next_quota = Some(now + QUOTA_REREAD);
+                let n = shared.nprocs();
+                // Never fewer than 2 (Go's floor for a quota), or all if fewer.
+                let target = source().clamp(n.min(2), n);
+                if target != shared.active_procs() {
+                    shared.set_active_procs(target);
+                }
             }
         }
 
@@ -289,20 +343,45 @@ impl numa_rt_reactor::SysmonHook for Sysmon {
     }
 }
 
-fn check_stalls(shared: &Shared, st: &mut State, now: Instant, threshold: Duration) {
+/// Finds the P's stuck inside one poll: reports them past the stall
+/// threshold, and past the retake threshold hands their core to another M
+/// if they have other work. Returns how soon a retake may be due.
+fn check_stalls(shared: &Arc<Shared>, st: &mut State, now: Instant) -> Option<Duration> {
+    let cfg = &shared.config;
+    let retake = cfg.retake_threshold.filter(|_| !st.retake_failed);
+    let mut due: Option<Duration> = None;
     st.stalls.resize(shared.procs.len(), None);
     for (i, p) in shared.procs.iter().enumerate() {
         // Relaxed: both are hints read between rounds (see module docs);
-        // a stale value delays a report by one round.
+        // a stale value delays a report by one round. A retake checks
+        // the poll counter again under its protocol (`seat`).
         let in_task = p.in_task.load(Relaxed);
         let polls = p.metrics.polls.get();
         let slot = &mut st.stalls[i];
         match slot {
             Some(s) if in_task && s.polls == polls => {
                 let ran = now.saturating_duration_since(s.since);
-                if !s.reported && ran >= threshold {
-                    s.reported = true;
-                    report_stall(shared, i, ran);
+                if let Some(threshold) = cfg.stall_threshold {
+                    if !s.reported && ran >= threshold {
+                        s.reported = true;
+                        report_stall(shared, i, ran);
+                    }
+                }
+                let Some(threshold) = retake else { continue };
+                if ran < threshold {
+                    let left = threshold - ran;
+                    due = Some(due.map_or(left, |d| d.min(left)));
+                } else if has_other_work(shared, i, now) {
+                    match retake_p(shared, i, polls) {
+                        Ok(true) => *slot = None,
+                        Ok(false) => {}
+                        Err(e) => {
+                            // Registered at build, so this is unexpected:
+                            // stop trying, say so once.
+                            st.retake_failed = true;
+                            eprintln!("numa_rt: sysmon's retake is off from now on: membarrier failed ({e})");
+                        }
+                    }
                 }
             }
             _ if in_task => {
@@ -315,6 +394,57 @@ fn check_stalls(shared: &Shared, st: &mut State, now: Instant, threshold: Durati
             _ => *slot = None,
         }
     }
+    due
+}
+
+/// Whether P `i` has work other than the task its M is stuck in: its
+/// `runnext`, local ring or inbox; a due timer (its events are otherwise
+/// handled by a parked watcher, if there is one; see `driver::monitor`);
+/// or its node's queue while the node has no idle P to take it. Pinned
+/// tasks do not count: they belong to the stuck thread and cannot move.
+fn has_other_work(shared: &Shared, i: usize, now: Instant) -> bool {
+    let p = &shared.procs[i];
+    p.steal.has_runnext()
+        || !p.steal.is_empty()
+        || !p.inbox.is_empty()
+        || shared.reactor.next_timer_of(i).is_some_and(|t| t <= now)
+        || (!shared.nodes[p.node].inject.is_empty() && shared.idle.node_npidle(p.node) == 0)
+}
+
+/// Go's `retake` + `handoffp` for a P stuck in poll number `polls`: takes
+/// its core from the seat of the M holding it and hands it to another M
+/// (`machine::handoff`, as `block_in_place` does). The protocol is in
+/// `scheduler::seat`. `Ok(false)`: the M was touching the core, or has
+/// moved on, or no M could be started: the next round tries again.
+fn retake_p(shared: &Arc<Shared>, i: usize, polls: u64) -> std::io::Result<bool> {
+    let p = &shared.procs[i];
+    let Some(m) = p.holder() else {
+        return Ok(false);
+    };
+    let taken = m.seat.try_take(
+        // Still this P's core, still the same poll (the counter is bumped
+        // before the core enters the seat, which our Acquire load of the
+        // owner's flag orders before this read).
+        |core| core.index == i && p.metrics.polls.get() == polls,
+        |core| {
+            // The stuck M no longer writes the P's flags (its poll's end
+            // finds the seat empty); the M taking over owns them, and may
+            // set this one before `handoff` returns. Nor is it the P's
+            // holder any more: no later round asks it for this P's core.
+            p.in_task.store(false, Relaxed);
+            let was_holder = p.clear_holder(&m);
+            machine::handoff(shared, core).inspect_err(|_| {
+                p.in_task.store(true, Relaxed);
+                if was_holder {
+                    p.set_holder(&m);
+                }
+            })
+        },
+    )?;
+    if taken {
+        p.metrics.retakes.incr_shared();
+    }
+    Ok(taken)
 }
 
 fn report_stall(shared: &Shared, p: usize, ran: Duration) {
@@ -358,7 +488,7 @@ fn report_stall(shared: &Shared, p: usize, ran: Duration) {
 fn runtime_idle(shared: &Shared) -> bool {
     let b = &shared.block_ons;
     b.parked.load(Relaxed) == b.running.load(Relaxed)
-        && shared.idle.npidle() == shared.nprocs()
+        && shared.idle.npidle() + shared.idle.nretired() == shared.nprocs()
         && shared.in_place.load(Relaxed) == 0
         && shared.blocking.is_idle()
         && shared.nodes.iter().all(|n| n.inject.is_empty())
@@ -415,7 +545,7 @@ fn looks_deadlocked(shared: &Shared) -> bool {
     let parked = b.parked.load(Relaxed);
     parked > 0
         && parked == b.running.load(Relaxed)
-        && shared.idle.npidle() == shared.nprocs()
+        && shared.idle.npidle() + shared.idle.nretired() == shared.nprocs()
         && shared.in_place.load(Relaxed) == 0
         && shared.blocking.is_idle()
         && shared.reactor.pending_timers() == 0
@@ -447,7 +577,7 @@ fn report_deadlock(shared: &Shared) {
 
 /// Go's `SCHED` line for this runtime, one line per node, and with
 /// `detail` one line per P.
-pub(crate) fn schedtrace(shared: &std::sync::Arc<Shared>, detail: bool) -> String {
+pub(crate) fn schedtrace(shared: &Arc<Shared>, detail: bool) -> String {
     let m = RuntimeMetrics {
         shared: shared.clone(),
     };
@@ -622,5 +752,10 @@ mod tests {
         assert!(parse_stall("10ms")
             .unwrap_err()
             .contains("NUMA_RT_STALL_MS"));
+        assert_eq!(parse_retake("0").unwrap(), None);
+        assert_eq!(parse_retake("off").unwrap(), None);
+        assert_eq!(parse_retake("5").unwrap(), Some(Duration::from_millis(5)));
+        let e = parse_retake("soon").unwrap_err();
+        assert!(e.contains("NUMA_RT_RETAKE_MS=\"soon\""), "{e}");
     }
 }

@@ -6,7 +6,14 @@ use numa_rt_executor::spawn;
 
 #[test]
 fn panic_becomes_join_error_and_worker_survives() {
-    let rt = rt(1);
+    // Retake off: a poll that prints a panic's backtrace on a loaded machine
+    // (or whose thread the OS sets aside) can outlast its threshold while
+    // the next task waits, and a second M would then take the P over.
+    let rt = numa_rt_executor::Builder::new()
+        .max_procs(1)
+        .retake_threshold(None)
+        .build()
+        .unwrap();
     rt.block_on(async {
         for i in 0..100 {
             let err = spawn(async move {

@@ -128,6 +128,7 @@ fn bad_sysmon_variables_are_named() {
         ("NUMA_RT_SCHEDTRACE", "often"),
         ("NUMA_RT_DEADLOCK", "loud"),
         ("NUMA_RT_STALL_MS", "10ms"),
+        ("NUMA_RT_RETAKE_MS", "soon"),
     ] {
         let (ok, err) = child(NAME, &[(var, value)]);
         assert!(ok, "child failed:\n{err}");
@@ -225,4 +226,46 @@ fn a_pending_timer_is_not_a_deadlock() {
             .await
             .unwrap();
     });
+}
+
+/// Go's sysmon polls the network when nobody has for 10 ms. Here the only
+/// M is stuck in a poll (retake off, so it keeps its P), so nobody drains
+/// the P's poller: the monitor does, and the timer's task reaches the
+/// node queue while the blocker still spins.
+#[test]
+fn sysmon_polls_a_poller_nobody_watches() {
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::sync::Arc;
+    let rt = Builder::new()
+        .max_procs(1)
+        .retake_threshold(None)
+        .stall_threshold(None)
+        .build()
+        .unwrap();
+    let armed = Arc::new(AtomicBool::new(false));
+    let a2 = armed.clone();
+    let saw = rt.block_on(async move {
+        // Runs first (FIFO from the node queue): its timer goes to P0.
+        let sleeper = spawn(async move {
+            a2.store(true, SeqCst);
+            numa_rt_reactor::time::sleep(Duration::from_millis(5)).await;
+        });
+        let blocker = spawn(async move {
+            assert!(armed.load(SeqCst), "the sleeper ran first");
+            let m = numa_rt_executor::Handle::current().metrics();
+            let t0 = std::time::Instant::now();
+            // Blocks P0's only M until the timer's task is queued.
+            while m.global_queue_depth() == 0 {
+                if t0.elapsed() > common::HANG {
+                    return false;
+                }
+                std::hint::spin_loop();
+            }
+            true
+        });
+        let saw = blocker.await.unwrap();
+        sleeper.await.unwrap();
+        saw
+    });
+    assert!(saw, "nobody polled the stuck P's timer");
 }

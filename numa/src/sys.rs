@@ -3,8 +3,8 @@
 //! Every system call of the crate lives here, behind a small safe API; the
 //! rest of the crate (and the executor) never writes `unsafe`. The calls come
 //! from the `libc` crate (`sched_getaffinity`, `sched_setaffinity`,
-//! `sched_getcpu`, and the raw `set_mempolicy`, `get_mempolicy` and `mbind`
-//! system calls), so no C library such as libnuma is needed to build.
+//! `sched_getcpu`, and the raw `set_mempolicy`, `get_mempolicy`, `mbind` and
+//! `membarrier` system calls), so no C library such as libnuma is needed to build.
 //!
 //! Affinity masks are sized dynamically, so machines with more than the 1024
 //! CPUs of glibc's fixed `cpu_set_t` work.
@@ -360,6 +360,44 @@ pub fn memory_node_of<T>(value: &T) -> io::Result<usize> {
         return Err(io::Error::last_os_error());
     }
     usize::try_from(node).map_err(|_| io::Error::other("get_mempolicy returned no node"))
+}
+
+/// `membarrier` commands (`<linux/membarrier.h>`; not in the libc crate).
+const MEMBARRIER_CMD_PRIVATE_EXPEDITED: c_int = 1 << 3;
+const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: c_int = 1 << 4;
+
+/// Registers the process for [`membarrier`] (Linux 4.14+):
+/// `membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED)`. Idempotent.
+///
+/// Fails with `ENOSYS` on kernels without the call, `EINVAL` on kernels
+/// without the private expedited command, and `EPERM` where a seccomp
+/// filter refuses it: callers fall back to doing without.
+pub fn membarrier_register() -> io::Result<()> {
+    membarrier_cmd(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED)
+}
+
+/// `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`: when it returns, every
+/// thread of this process that was running has executed a full memory
+/// barrier, and every thread that was not will execute one (the context
+/// switch) before it runs again. It makes a compiler fence on another
+/// thread as strong as a full fence for the pairs it closes (the
+/// asymmetric fences of liburcu's `urcu-memb` and folly's
+/// `asymmetricHeavyBarrier`). Needs [`membarrier_register`] first (else
+/// `EPERM`). Costs an IPI to each CPU running a thread of the process.
+pub fn membarrier() -> io::Result<()> {
+    membarrier_cmd(MEMBARRIER_CMD_PRIVATE_EXPEDITED)
+}
+
+fn membarrier_cmd(cmd: c_int) -> io::Result<()> {
+    // SAFETY: membarrier takes two integers (command, flags; plus a CPU id
+    // that only MEMBARRIER_CMD_FLAG_CPU reads) and touches no memory of
+    // ours; an unknown command or kernel fails with an errno.
+    let rc = unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0 as c_int, 0 as c_int) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
 }
 
 /// The process's CPU quota in whole CPUs, `ceil(quota / period)`, from

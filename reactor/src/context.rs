@@ -10,6 +10,20 @@ thread_local! {
     static CURRENT_P: Cell<Option<usize>> = const { Cell::new(None) };
     static CURRENT_REACTOR: RefCell<Option<Reactor>> = const { RefCell::new(None) };
     static ACCEPTED: Cell<bool> = const { Cell::new(false) };
+    static FIRING_FOR: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+/// The P whose I/O and timer wakers this thread fires on that P's behalf,
+/// if it fires any without holding a P: the monitor thread polling the
+/// pollers nobody watches (see `driver::monitor`). The executor queues
+/// what they wake on that P's node.
+pub fn firing_for() -> Option<usize> {
+    FIRING_FOR.with(|c| c.get())
+}
+
+/// Sets [`firing_for`] for the wakers fired next on this thread.
+pub(crate) fn set_firing_for(p: Option<usize>) {
+    FIRING_FOR.with(|c| c.set(p));
 }
 
 /// Records the P this thread's M now holds (`None` when it holds none).

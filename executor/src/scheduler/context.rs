@@ -15,11 +15,10 @@ use std::sync::Arc;
 /// The state of an M's thread. Lives on the M's stack for its whole life.
 pub(crate) struct Worker {
     pub(crate) shared: Arc<Shared>,
+    /// The M; while a task is polled or the driver runs, the P's core sits
+    /// in its seat (`machine.seat`, see `seat`), so the schedule function
+    /// can push to the local queue.
     pub(crate) machine: Arc<Machine>,
-    /// The P's core while a task is polled or the driver runs (so the
-    /// schedule function can push to the local queue); `None` while the run
-    /// loop holds it, or when this M has no P.
-    pub(crate) core: RefCell<Option<BoxCore>>,
     /// Set while the P's driver fires wakers: those wakes are queued FIFO.
     pub(crate) in_driver: Cell<bool>,
 }
@@ -29,7 +28,6 @@ impl Worker {
         Worker {
             shared,
             machine,
-            core: RefCell::new(None),
             in_driver: Cell::new(false),
         }
     }
@@ -80,7 +78,8 @@ pub(crate) fn with_worker<R>(f: impl FnOnce(Option<&Worker>) -> R) -> R {
 }
 
 /// Pushes through this thread's P if it is a worker of `shared` holding one:
-/// `f(core, in_driver, task)`. Otherwise the task comes back.
+/// `f(core, in_driver, task)`. Otherwise the task comes back: also while
+/// sysmon is taking the core away (see `seat`), and after it has.
 #[inline]
 pub(crate) fn with_core<R>(
     shared: &Arc<Shared>,
@@ -88,13 +87,22 @@ pub(crate) fn with_core<R>(
     f: impl FnOnce(&mut Core, bool, Runnable) -> R,
 ) -> Result<R, Runnable> {
     with_worker(|w| match w {
-        Some(w) if ptr::eq(&*w.shared, &**shared) => match w.core.try_borrow_mut() {
-            Ok(mut c) => match c.as_mut() {
-                Some(core) => Ok(f(core, w.in_driver.get(), task)),
-                None => Err(task),
-            },
-            Err(_) => Err(task),
-        },
+        Some(w) if ptr::eq(&*w.shared, &**shared) => {
+            let mut task = Some(task);
+            // SAFETY: `w` is this thread's M, the seat's owner; `f` is crate
+            // code that pushes to a queue and does not re-enter the seat.
+            let done = unsafe {
+                w.machine.seat.access(|c| {
+                    let core = c.as_mut()?;
+                    let t = task.take().expect("the task is pushed once");
+                    Some(f(core, w.in_driver.get(), t))
+                })
+            };
+            match done {
+                Some(Some(r)) => Ok(r),
+                _ => Err(task.take().expect("a task not pushed comes back")),
+            }
+        }
         _ => Err(task),
     })
 }
@@ -102,11 +110,14 @@ pub(crate) fn with_core<R>(
 /// The P held by this thread, if it is a worker of `shared` holding one.
 pub(crate) fn current_p_of(shared: &Arc<Shared>) -> Option<usize> {
     with_worker(|w| match w {
-        Some(w) if ptr::eq(&*w.shared, &**shared) => w
-            .core
-            .try_borrow()
-            .ok()
-            .and_then(|c| c.as_ref().map(|c| c.index)),
+        // SAFETY: `w` is this thread's M, the seat's owner; the closure
+        // only reads the index.
+        Some(w) if ptr::eq(&*w.shared, &**shared) => unsafe {
+            w.machine
+                .seat
+                .access(|c| c.as_ref().map(|c| c.index))
+                .flatten()
+        },
         _ => None,
     })
 }
@@ -156,7 +167,8 @@ impl Drop for LeftWorker {
         if let Some(core) = self.kept.take() {
             with_worker(|w| {
                 let w = w.expect("a core is kept only on a worker");
-                *w.core.borrow_mut() = Some(core);
+                // SAFETY: `w` is this thread's M, the seat's owner.
+                unsafe { w.machine.seat.put_back(core) };
             });
         }
         let local = self.local.take();

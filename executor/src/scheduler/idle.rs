@@ -70,6 +70,10 @@ enum PState {
     /// Taken off the idle list by a waker who has not yet been seen by the
     /// P's M. `spinning`: the waker counted the M in `nmspinning`.
     Woken { spinning: bool },
+    /// Above the CPU quota (sysmon's re-read): the P takes no work and is
+    /// not idle either; its M runs only its pinned tasks and sleeps in the
+    /// driver. A targeted wake (`take_specific`) still reaches it.
+    Retired,
 }
 
 /// The counters of one node, on their own cache line: M's of different
@@ -81,6 +85,8 @@ struct NodeCounts {
     npidle: AtomicUsize,
     /// M's of the node looking for work to steal. SeqCst for the same barrier.
     nmspinning: AtomicUsize,
+    /// Retired P's of the node (changed under the lock).
+    retired: AtomicUsize,
     /// P's of the node.
     nprocs: usize,
 }
@@ -113,6 +119,7 @@ impl Idle {
             .map(|n| NodeCounts {
                 npidle: AtomicUsize::new(0),
                 nmspinning: AtomicUsize::new(0),
+                retired: AtomicUsize::new(0),
                 nprocs: node_of.iter().filter(|&&k| k == n).count(),
             })
             .collect();
@@ -129,6 +136,12 @@ impl Idle {
     /// Idle P's, all nodes.
     pub(crate) fn npidle(&self) -> usize {
         self.nodes.iter().map(|n| n.npidle.load(SeqCst)).sum()
+    }
+
+    /// Retired P's (above the CPU quota), all nodes.
+    pub(crate) fn nretired(&self) -> usize {
+        // Relaxed: a gauge for sysmon and the metrics.
+        self.nodes.iter().map(|n| n.retired.load(Relaxed)).sum()
     }
 
     /// Spinning M's, all nodes.
@@ -161,7 +174,10 @@ impl Idle {
     /// CPU it is looking for.
     pub(crate) fn may_spin(&self, node: usize) -> bool {
         let n = &self.nodes[node];
-        let busy = n.nprocs.saturating_sub(n.npidle.load(SeqCst));
+        let busy = n
+            .nprocs
+            .saturating_sub(n.npidle.load(SeqCst))
+            .saturating_sub(n.retired.load(Relaxed));
         2 * n.nmspinning.load(SeqCst) < busy
     }
 
@@ -199,8 +215,13 @@ impl Idle {
 
     /// Takes P `p` off the idle list for a targeted wake-up (a push to its
     /// inbox or pinned queue). False if it is not idle (running, or already woken).
+    /// A retired P stays retired, and true is returned: its M sleeps too and
+    /// must look (a pinned task, an inbox push, a quota that grew back).
     pub(crate) fn take_specific(&self, p: usize) -> bool {
         let mut inner = self.inner.lock().unwrap();
+        if inner.state[p] == PState::Retired {
+            return true;
+        }
         if inner.state[p] != PState::Idle {
             return false;
         }
@@ -219,6 +240,30 @@ impl Idle {
         inner.stacks[node].push(p);
         inner.state[p] = PState::Idle;
         self.nodes[node].npidle.fetch_add(1, SeqCst);
+    }
+
+    /// The P's own M retires it (it is above the CPU quota; it was running).
+    /// (barrier) Under the lock, like `release`: a targeted waker that
+    /// pushes before `take_specific` is seen by the M's check after this.
+    pub(crate) fn retire(&self, p: usize) {
+        let mut inner = self.inner.lock().unwrap();
+        if inner.state[p] == PState::Retired {
+            return;
+        }
+        debug_assert_eq!(inner.state[p], PState::Running, "P{p} retired while idle");
+        inner.state[p] = PState::Retired;
+        let node = inner.node_of[p];
+        self.nodes[node].retired.fetch_add(1, Relaxed);
+    }
+
+    /// The P's own M puts a retired P back to work (the quota grew back).
+    pub(crate) fn unretire(&self, p: usize) {
+        let mut inner = self.inner.lock().unwrap();
+        if inner.state[p] == PState::Retired {
+            inner.state[p] = PState::Running;
+            let node = inner.node_of[p];
+            self.nodes[node].retired.fetch_sub(1, Relaxed);
+        }
     }
 
     /// The P's own M takes it back after parking or after its re-check.
@@ -241,6 +286,7 @@ impl Idle {
                 }
             }
             PState::Running => unreachable!("P{p} reclaimed while running"),
+            PState::Retired => unreachable!("P{p} reclaimed while retired"),
         }
     }
 }

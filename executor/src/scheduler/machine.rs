@@ -19,6 +19,7 @@
 use super::context::{self, Worker};
 use super::local::LocalQueue;
 use super::processor::Core;
+use super::seat::Seat;
 use super::{BoxCore, Shared};
 use crate::task::Runnable;
 use numa_rt_reactor::coop;
@@ -47,6 +48,16 @@ const RUNNEXT_GRACE: Duration = Duration::from_micros(3);
 /// short next to the CPU a starved node wastes.
 const REMOTE_GRACE: Duration = Duration::from_micros(100);
 
+/// What a retired P's M does next (`Worker::retired_round`).
+enum Retired {
+    /// The quota grew back (or shutdown): the P works again.
+    Resume(BoxCore),
+    /// Run this pinned task of the M.
+    Run(BoxCore, Runnable),
+    /// The P went back to the M that lent it away.
+    Gone,
+}
+
 /// How long an M without a P waits in its node's pool before exiting.
 const M_KEEP_ALIVE: Duration = Duration::from_secs(10);
 
@@ -56,6 +67,9 @@ pub(crate) struct Machine {
     /// Tasks pinned to this thread (`spawn_local`); it also records the P
     /// this M holds, so their wakers can unpark the right driver.
     pub(crate) local: Arc<LocalQueue>,
+    /// Where the P's core sits while this M polls a task or runs the
+    /// driver; sysmon's retake takes it from there (see `seat`).
+    pub(crate) seat: Seat<BoxCore>,
     handoff: Mutex<Option<BoxCore>>,
     cv: Condvar,
 }
@@ -163,6 +177,7 @@ pub(crate) fn start(
             id,
             node,
             local: LocalQueue::for_machine(&s),
+            seat: Seat::new(),
             handoff: Mutex::new(None),
             cv: Condvar::new(),
         });
@@ -337,9 +352,11 @@ fn wait_for_core(
 
 impl Worker {
     /// Runs tasks on `core` until the core is handed away or shutdown.
-    /// Returns true if `block_in_place` lent the P to another M.
+    /// Returns true if `block_in_place` lent the P to another M, or sysmon
+    /// took it (retake).
     fn run_core(&self, mut core: BoxCore) -> bool {
         let index = core.index;
+        self.shared.procs[index].set_holder(&self.machine);
         self.machine.local.set_machine_p(index);
         self.shared.procs[index]
             .metrics
@@ -355,7 +372,7 @@ impl Worker {
             };
             core = match self.run_task(core, task) {
                 Some(c) => c,
-                None => break true, // lent by block_in_place
+                None => break true, // lent by block_in_place, or retaken
             };
         };
         self.machine.local.set_machine_p(usize::MAX);
@@ -381,28 +398,35 @@ impl Worker {
         let hist = p.metrics.poll_histogram.as_deref();
         let meta = task.metadata();
         meta.note_polled(core.clock_ms);
-        *self.core.borrow_mut() = Some(core);
         p.current_task.store(meta.id.as_u64(), Relaxed);
         p.in_task.store(true, Relaxed);
-        let forced = match hist {
-            None => coop::budget_counting(|| task.run()).1,
-            Some(buckets) => {
+        // SAFETY: this thread is the M owning the seat.
+        unsafe { self.machine.seat.enter_poll(core) };
+        let (forced, ns) = match hist {
+            None => (coop::budget_counting(|| task.run()).1, 0),
+            Some(_) => {
                 let t0 = Instant::now();
                 let forced = coop::budget_counting(|| task.run()).1;
                 let ns = t0.elapsed().as_nanos().min(u64::MAX as u128) as u64;
-                let shape = self.shared.config.poll_histogram.as_ref();
-                if let Some(shape) = shape {
-                    buckets[shape.bucket_of(ns)].incr();
-                    p.metrics.poll_ns.add(ns);
-                }
-                forced
+                (forced, ns)
             }
         };
+        // SAFETY: as above.
+        let Some(core) = (unsafe { self.machine.seat.leave_poll() }) else {
+            // The P went to another M during the poll (block_in_place, or
+            // sysmon's retake): its counters and flags are that M's now, so
+            // this poll's end is not recorded on it.
+            return None;
+        };
         p.in_task.store(false, Relaxed);
+        if let (Some(buckets), Some(shape)) = (hist, self.shared.config.poll_histogram.as_ref()) {
+            buckets[shape.bucket_of(ns)].incr();
+            p.metrics.poll_ns.add(ns);
+        }
         if forced {
             p.metrics.forced_yields.incr();
         }
-        self.core.borrow_mut().take()
+        Some(core)
     }
 
     /// Finds the next task, parking when there is none. `None` on shutdown
@@ -419,6 +443,15 @@ impl Worker {
                 core.flush_busy(&p.metrics, false);
                 *p.core_slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(core);
                 return None;
+            }
+            // Above a shrunk CPU quota: no work but pinned tasks.
+            if core.retired {
+                match self.retired_round(core) {
+                    Retired::Resume(c) => core = c,
+                    Retired::Run(c, t) => return Some((c, t)),
+                    Retired::Gone => return None,
+                }
+                continue;
             }
             let m = &shared.procs[core.index].metrics;
             // 1. Fairness: the other queues first, once in a while.
@@ -442,6 +475,12 @@ impl Worker {
                 // `event_interval` ticks; see `counters`).
                 core.flush_busy(m, true);
                 core = self.poll_driver(core, false);
+                // The quota re-read reaches a busy P here (one load per
+                // `event_interval` ticks).
+                if core.index >= shared.active_procs() {
+                    core.retired = true;
+                    continue;
+                }
             }
             // 3. runnext, then the ring.
             if let Some((t, lifo)) = core.queue.pop(core.lifo_polls < MAX_LIFO_POLLS) {
@@ -490,11 +529,76 @@ impl Worker {
                 }
             }
             // 7. Park (or give the P back to the M that lent it).
+            if core.index >= shared.active_procs() {
+                core.retired = true;
+                continue;
+            }
             if woke {
                 shared.procs[core.index].metrics.spurious_wakeups.incr();
             }
             core = self.park(core)?;
             woke = true;
+            // Woken to retire (sysmon's quota re-read wakes idle P's above it).
+            if core.index >= shared.active_procs() {
+                core.retired = true;
+            }
+        }
+    }
+
+    /// One stay of a P above a shrunk CPU quota (sysmon's re-read; see
+    /// docs/architecture.md, "sysmon"): the P is marked retired (not idle:
+    /// nobody wakes it for work), hands what is queued on it (ring,
+    /// `runnext`, inbox) to its node's queue for the other P's, runs only
+    /// this M's pinned tasks (they cannot move), returns itself to an M
+    /// that lent it away and asks for it back, and otherwise sleeps in its
+    /// driver. Targeted wakes reach it (`Idle::take_specific`): a pinned
+    /// task, an inbox push, an asker, the quota growing back. As its node's
+    /// watcher it may fire I/O wakers into its own ring; the next turn of
+    /// the loop hands them on. Its poller is watched like an idle P's.
+    fn retired_round(&self, mut core: BoxCore) -> Retired {
+        let shared = &*self.shared;
+        let (idx, node) = (core.index, core.node);
+        let p = &shared.procs[idx];
+        if !p.retired.load(Relaxed) {
+            core.flush_busy(&p.metrics, false);
+            if core.spinning {
+                core.spinning = false;
+                if shared.idle.stop_spinning(node) {
+                    shared.wake_idle_p(node);
+                }
+            }
+            p.set_running(false);
+            p.retired.store(true, Relaxed);
+            // (barrier) Under the idle lock: a targeted waker pushes, then
+            // takes that lock in `take_specific`; our checks below come
+            // after it, so one of us sees the other.
+            shared.idle.retire(idx);
+        }
+        loop {
+            if shared.is_shutdown() || idx < shared.active_procs() {
+                shared.idle.unretire(idx);
+                p.retired.store(false, Relaxed);
+                p.set_running(true);
+                core.retired = false;
+                return Retired::Resume(core);
+            }
+            let mut moved = core.queue.drain();
+            moved.extend(p.inbox.drain());
+            if !moved.is_empty() {
+                let inject = &shared.nodes[node].inject;
+                for t in moved {
+                    inject.push(t);
+                }
+                shared.wake_idle_p(node);
+            }
+            if let Some(t) = self.machine.local.pop() {
+                return Retired::Run(core, t);
+            }
+            core = match self.give_back(core) {
+                Ok(()) => return Retired::Gone,
+                Err(c) => c,
+            };
+            core = self.poll_driver(core, true);
         }
     }
 
@@ -538,7 +642,8 @@ impl Worker {
             .driver
             .take()
             .expect("a P's driver is only out while its M is in it");
-        *self.core.borrow_mut() = Some(core);
+        // SAFETY: this thread is the M owning the seat (outside a poll).
+        unsafe { self.machine.seat.with_owned(|s| *s = Some(core)) };
         self.in_driver.set(true);
         if block {
             driver.park(None);
@@ -546,10 +651,8 @@ impl Worker {
             driver.poll_now();
         }
         self.in_driver.set(false);
-        let mut core = self
-            .core
-            .borrow_mut()
-            .take()
+        // SAFETY: as above.
+        let mut core = unsafe { self.machine.seat.with_owned(Option::take) }
             .expect("the core stays with its M while in the driver");
         core.driver = Some(driver);
         // The driver queued what it woke here without waking anybody (see

@@ -24,6 +24,7 @@ pub(crate) mod inject;
 pub(crate) mod local;
 pub(crate) mod machine;
 pub(crate) mod processor;
+pub(crate) mod seat;
 
 use crate::config::Config;
 use crate::task::registry::Registry;
@@ -55,6 +56,11 @@ pub(crate) struct Shared {
     shutdown: AtomicBool,
     /// Round-robin cursor for root tasks and for outside spawns.
     rr: AtomicUsize,
+    /// P's allowed to take work: all of them, unless sysmon's re-read of
+    /// the CPU quota found it shrunk (`Config::procs_source`); P's from
+    /// this index up retire. Written by the monitor thread only; Relaxed
+    /// (see `set_active_procs` for how a change reaches the M's).
+    active_procs: AtomicUsize,
     /// The node this process starts on (random per process, Vyukov).
     pub(crate) start_node: usize,
     /// Every live `Send` task, so shutdown can drop every pending future.
@@ -71,6 +77,9 @@ pub(crate) struct Shared {
     /// The registries of the pinned (`spawn_local`) tasks of every M and
     /// `block_on`, for the task dump; dead ones are pruned as new ones come.
     pub(crate) local_registries: Mutex<Vec<std::sync::Weak<Registry>>>,
+    /// Why retake is off although configured (`membarrier` unavailable;
+    /// see `seat`), for `RuntimeMetrics::retake_unavailable`.
+    pub(crate) retake_unavailable: Option<String>,
     /// sysmon's round (`crate::sysmon`); the monitor thread holds it weakly.
     sysmon: std::sync::OnceLock<Arc<crate::sysmon::Sysmon>>,
     /// The side tokio runtime whose context every thread of this runtime
@@ -158,11 +167,27 @@ pub(crate) struct Node {
 
 impl Shared {
     pub(crate) fn build(
-        config: Config,
+        mut config: Config,
         topology: Topology,
         node_of_p: Vec<usize>,
         start_node: usize,
     ) -> std::io::Result<Arc<Shared>> {
+        // Retake needs membarrier (see `seat`); without it, it is off and
+        // the reason is told once per process, never a failure.
+        let mut retake_unavailable = None;
+        if config.retake_threshold.is_some() {
+            if let Err(why) = seat::register() {
+                static TOLD: AtomicBool = AtomicBool::new(false);
+                if !TOLD.swap(true, Relaxed) {
+                    eprintln!(
+                        "numa_rt: sysmon's retake is off: {why}; a task that blocks its thread \
+                         keeps its processor's other tasks waiting"
+                    );
+                }
+                config.retake_threshold = None;
+                retake_unavailable = Some(why);
+            }
+        }
         let nprocs = node_of_p.len();
         let nnodes = topology.nodes().len();
         // Idle P's help (drain the pollers of) busy P's of their own node only.
@@ -219,34 +244,28 @@ impl Shared {
             machines: machine::Registry::default(),
             shutdown: AtomicBool::new(false),
             rr: AtomicUsize::new(0),
+            active_procs: AtomicUsize::new(nprocs),
             start_node,
             tasks: Registry::new(4 * nprocs),
             started: std::time::Instant::now(),
             block_ons: BlockOns::default(),
             in_place: AtomicUsize::new(0),
             local_registries: Mutex::new(Vec::new()),
+            retake_unavailable,
             sysmon: std::sync::OnceLock::new(),
             #[cfg(feature = "tokio-compat")]
             tokio,
         });
-        // The sysmon hook is always installed; the monitor thread runs it
-        // once it is started: here for the diagnostics or a paused clock,
-        // by the reactor for the watcher role or a later `time::pause`.
+        // Always installed and started: besides its reports, sysmon retakes
+        // stuck P's, polls the pollers nobody watches (the reactor's
+        // monitor), which a runtime of one P needs too, and auto-advances a
+        // paused clock. It sleeps while the runtime is idle.
         let sysmon = Arc::new(crate::sysmon::Sysmon::new(Arc::downgrade(&shared)));
         let weak = Arc::downgrade(&sysmon);
         let hook: std::sync::Weak<dyn numa_rt_reactor::SysmonHook> = weak;
         let _ = shared.sysmon.set(sysmon);
-        let cfg = &shared.config;
-        if cfg.stall_threshold.is_some()
-            || cfg.schedtrace.is_some()
-            || cfg.deadlock != crate::sysmon::DeadlockMode::Off
-            || cfg.start_paused
-        {
-            shared.reactor.set_sysmon(hook)?;
-        } else {
-            shared.reactor.set_sysmon_hook(hook);
-        }
-        if cfg.start_paused {
+        shared.reactor.set_sysmon(hook)?;
+        if shared.config.start_paused {
             // Before any M runs: no timer sees the real clock.
             shared.reactor.pause_clock();
         }
@@ -293,6 +312,26 @@ impl Shared {
         self.procs.len()
     }
 
+    /// P's allowed to take work now (all, unless the CPU quota shrank).
+    pub(crate) fn active_procs(&self) -> usize {
+        self.active_procs.load(Relaxed)
+    }
+
+    /// sysmon's quota re-read: P's `n..` retire, P's below `n` work.
+    /// A running M sees the change at its next `event_interval` tick or
+    /// when it runs out of work; an idle or retired one is woken here
+    /// (`take_specific` reaches both, under the idle lock, after the store:
+    /// an M that retires later reads the new count after taking that lock).
+    pub(crate) fn set_active_procs(&self, n: usize) {
+        let n = n.clamp(1, self.nprocs());
+        let old = self.active_procs.swap(n, Relaxed);
+        for p in n.min(old)..n.max(old) {
+            if self.idle.take_specific(p) {
+                self.unpark(p);
+            }
+        }
+    }
+
     /// Spawns a `Send` task. Where it first runs follows the wake policy of
     /// [`Shared::schedule`], except for root tasks (see `place_new`).
     #[track_caller]
@@ -331,7 +370,8 @@ impl Shared {
         }
         if numa_rt_reactor::context::take_accepted() {
             if let Some(here) = context::current_p_of(self) {
-                let n = self.nprocs();
+                // Retired P's (above a shrunk quota) get none.
+                let n = self.active_procs().max(1);
                 let k = self.rr.fetch_add(1, Relaxed) % n;
                 let target = if k == here { (k + 1) % n } else { k };
                 self.procs[target].metrics.root_tasks_received.incr_shared();
@@ -374,7 +414,14 @@ impl Shared {
             Ok((node, false)) => return self.wake_idle_p_hint(node),
             Err(task) => task,
         };
-        let node = context::current_node_of(self).unwrap_or_else(|| self.next_node());
+        // Woken by the monitor polling a P's poller for it (see the
+        // reactor's `driver::monitor`): that P's node.
+        let node = context::current_node_of(self)
+            .or_else(|| {
+                let p = numa_rt_reactor::context::firing_for()?;
+                self.procs.get(p).map(|p| p.node)
+            })
+            .unwrap_or_else(|| self.next_node());
         self.push_node(node, task);
     }
 
@@ -443,7 +490,12 @@ impl Shared {
     /// saturated (its work is queued on the node serving it).
     pub(crate) fn saturated(&self, node: usize) -> bool {
         let procs = &self.procs[self.nodes[node].procs.clone()];
-        !procs.is_empty() && procs.iter().all(|p| p.in_task.load(Relaxed))
+        // Retired P's (above a shrunk CPU quota) take no work: a node whose
+        // P's are all retired is served by the others.
+        !procs.is_empty()
+            && procs
+                .iter()
+                .all(|p| p.in_task.load(Relaxed) || p.retired.load(Relaxed))
     }
 
     /// `wake_idle_p` for work this M queued on its own P: the M is awake and

@@ -35,10 +35,19 @@ pub(crate) struct Processor {
     /// a stale value only delays or hastens a remote steal; the node's own
     /// M's find the work through the park barrier either way.
     pub(crate) in_task: AtomicBool,
+    /// True while the P is retired: above a CPU quota that shrank (sysmon's
+    /// re-read), it takes no work. Relaxed, like `in_task`: `saturated`
+    /// leaves it out, and a stale value only delays a remote steal.
+    pub(crate) retired: AtomicBool,
     pub(crate) metrics: ProcCounters,
     /// The id of the task in (or last in) a poll on this P: sysmon's stall
     /// report and the schedtrace read it. Relaxed: a diagnostic.
     pub(crate) current_task: AtomicU64,
+    /// The M that holds (or last held) this P: where sysmon's retake finds
+    /// the core of a P stuck in a poll (in that M's seat). Set once per
+    /// `run_core`; it may name an M that has just given the P away, which
+    /// retake checks under its protocol (see `seat`).
+    holder: Mutex<Option<Arc<Machine>>>,
     /// Where a `Core` rests when no M holds it: only during shutdown.
     pub(crate) core_slot: Mutex<Option<Box<Core>>>,
     /// The M that gave this P away (block_in_place) and wants it back;
@@ -81,6 +90,9 @@ pub(crate) struct Core {
     /// The clock of the current batch in ms since the task epoch, stamped
     /// on each task polled (the task dump's "last polled").
     pub(crate) clock_ms: u32,
+    /// Set while this P is retired (above a shrunk CPU quota): the run loop
+    /// then only hands its work to the node and runs its M's pinned tasks.
+    pub(crate) retired: bool,
 }
 
 impl Processor {
@@ -99,8 +111,10 @@ impl Processor {
             unparker: driver.unparker(),
             running: AtomicBool::new(true),
             in_task: AtomicBool::new(false),
+            retired: AtomicBool::new(false),
             metrics: ProcCounters::new(histogram),
             current_task: AtomicU64::new(0),
+            holder: Mutex::new(None),
             core_slot: Mutex::new(None),
             asker: Mutex::new(None),
             has_asker: AtomicBool::new(false),
@@ -119,6 +133,7 @@ impl Processor {
             busy_since: None,
             batch_polls: 0,
             clock_ms: 0,
+            retired: false,
         });
         (p, core)
     }
@@ -146,6 +161,35 @@ impl Processor {
         let mut a = self.asker.lock().unwrap();
         self.has_asker.store(false, Relaxed);
         a.take()
+    }
+
+    /// Records the M that now holds this P (`Worker::run_core`).
+    pub(crate) fn set_holder(&self, m: &Arc<Machine>) {
+        let mut h = self.holder.lock().unwrap_or_else(|e| e.into_inner());
+        if !h.as_ref().is_some_and(|x| Arc::ptr_eq(x, m)) {
+            *h = Some(m.clone());
+        }
+    }
+
+    /// Forgets `m` as this P's holder (it is handing the P on; the next
+    /// holder records itself): retake then makes no request to an M that
+    /// lost this P (see `seat`). Returns whether `m` was the holder.
+    pub(crate) fn clear_holder(&self, m: &Arc<Machine>) -> bool {
+        let mut h = self.holder.lock().unwrap_or_else(|e| e.into_inner());
+        if h.as_ref().is_some_and(|x| Arc::ptr_eq(x, m)) {
+            *h = None;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The M that holds (or last held) this P (sysmon's retake).
+    pub(crate) fn holder(&self) -> Option<Arc<Machine>> {
+        self.holder
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     pub(crate) fn set_running(&self, running: bool) {

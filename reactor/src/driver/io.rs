@@ -87,6 +87,11 @@ pub(crate) struct Wakeups {
 }
 
 impl Wakeups {
+    /// Whether no waker was collected.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.writes.is_empty() && self.reads.is_empty() && self.accepts.is_empty()
+    }
+
     /// Wakes writers, then readers, then acceptors, on the calling thread.
     /// A waker that panics is reported and the others still fire (see
     /// `crate::fault`).

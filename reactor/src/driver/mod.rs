@@ -200,6 +200,10 @@ struct Stats {
     wakeups: AtomicU64,
     helps: AtomicU64,
     handoffs: AtomicU64,
+    /// Drains of the P's io poller (by its M, a watcher or the monitor),
+    /// counted under the poller's lock: the monitor polls a poller whose
+    /// count stays still while nobody watches it (see `monitor`).
+    drains: AtomicU64,
 }
 
 /// The executor's part of the monitor thread (Go's sysmon): called at every
@@ -445,6 +449,12 @@ impl Reactor {
         (sources, p.timers.len())
     }
 
+    /// The earliest pending timer of P `index` (sysmon: a due timer on a
+    /// stuck P is work waiting for it).
+    pub fn next_timer_of(&self, index: usize) -> Option<Instant> {
+        self.shared.ps[index].timers.next_deadline()
+    }
+
     /// Diagnostics: sources on which a task waits (a stored waker), across
     /// all P's. Locks every source in turn: for rare checks (the deadlock
     /// diagnostic), not for hot paths.
@@ -521,6 +531,12 @@ impl PState {
             debug_assert_eq!(e.kind(), std::io::ErrorKind::Interrupted, "epoll_wait: {e}");
             return false;
         }
+        // Under the poller's lock, so a plain load and store (no RMW).
+        let drains = &self.stats.drains;
+        drains.store(
+            drains.load(Ordering::Relaxed).wrapping_add(1),
+            Ordering::Relaxed,
+        );
         let mut timer = false;
         let sources = self.sources.lock().unwrap_or_else(|e| e.into_inner());
         for ev in events.iter() {

@@ -16,6 +16,13 @@
 //!   come back since the previous tick (its wake-up count did not move), it
 //!   hands the role to a parked candidate ([`super::watch::Role::rescue`]):
 //!   two `epoll_ctl`s; the new watcher wakes at once if an event is waiting;
+//! - at each tick, it polls (without blocking) every P's io poller that
+//!   nobody has drained for 10 ms while no parked watcher watches its node
+//!   — every M of the node busy, as when the only M is stuck in a long
+//!   poll — and fires what it finds on its own thread (Go's sysmon
+//!   `netpoll(0)`; [`poll_unwatched`]). Due timers are timerfd events in
+//!   those pollers, so a due timer on a busy P is covered too: the
+//!   executor queues the woken tasks on the P's node and wakes an idle P;
 //! - when every M of the runtime is parked and none woke during the last
 //!   tick, it sleeps until one leaves its park ([`Monitor::kick`]), so an
 //!   idle runtime makes no system call at all, while light load (an M waking
@@ -28,19 +35,26 @@
 //! M and stays awake, or the M sees the monitor asleep and kicks it.
 //!
 //! The thread holds the reactor only weakly and ends when the reactor shuts
-//! down or is dropped. The executor's sysmon (issue 10) should absorb it.
+//! down or is dropped. The executor's sysmon (stall reports, retake,
+//! schedtrace, the deadlock diagnostic) runs in it through [`SysmonHook`].
 
-use super::{Ops, Shared, SysmonHook};
+use super::io::Wakeups;
+use super::{help, Help, Ops, Shared, SysmonHook};
 use std::sync::atomic::{
     AtomicBool,
     Ordering::{Relaxed, SeqCst},
 };
 use std::sync::{Arc, Condvar, Mutex, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The first and the longest sleep between two ticks (Go's sysmon).
 const MIN_DELAY: Duration = Duration::from_micros(20);
 const MAX_DELAY: Duration = Duration::from_millis(10);
+
+/// How long a P's io poller may go undrained, while no parked watcher
+/// watches its node, before the monitor polls it itself (Go's sysmon
+/// polls the network when nobody has for 10 ms).
+const UNWATCHED_POLL: Duration = Duration::from_millis(10);
 
 pub(super) struct Monitor {
     /// True while the thread sleeps until kicked. SeqCst: the monitor's side
@@ -148,6 +162,9 @@ impl Monitor {
         let mut seen: Vec<Option<(usize, u64)>> = Vec::new();
         // Every P's wake-ups, summed, at the last tick.
         let mut last_total = u64::MAX;
+        // Per P: its io poller's drain count when last seen, and since when
+        // it has stood still.
+        let mut polled: Vec<(u64, Instant)> = Vec::new();
         loop {
             let deep = {
                 let Some(sh) = shared.upgrade() else { return };
@@ -200,6 +217,7 @@ impl Monitor {
                 // Back from a long idle: the next check in a full tick.
                 delay = MAX_DELAY;
                 seen.clear();
+                polled.clear();
                 last_total = u64::MAX;
             } else if !s.stop {
                 s = self
@@ -237,6 +255,7 @@ impl Monitor {
                     _ => seen[n] = now,
                 }
             }
+            moved |= poll_unwatched(&sh, &mut polled, Instant::now());
             delay = if moved {
                 MIN_DELAY
             } else {
@@ -244,4 +263,57 @@ impl Monitor {
             };
         }
     }
+}
+
+/// sysmon's network poll (Go's sysmon calling `netpoll(0)` when nobody has
+/// polled for 10 ms). A P's poller is normally drained by its own M (when
+/// it runs out of work, and every `event_interval` ticks while busy) or,
+/// on an event, by its node's parked watcher. With no watcher parked on
+/// the node — every M of the node busy, or only M's that cannot hold the
+/// role (beyond the first `watch::CANDIDATES` P's) parked — and the P's M
+/// inside a long poll, nobody would look: this polls such a poller once it
+/// has stood undrained for [`UNWATCHED_POLL`], without blocking (try-lock,
+/// as a watcher helps), and fires what it finds here. The executor queues
+/// the woken tasks on the P's node (`context::firing_for`) and wakes an
+/// idle P there, if any; sysmon's retake hands a stuck P with work waiting
+/// in its node's queue to another M. Returns whether anything was woken.
+fn poll_unwatched(sh: &Shared, polled: &mut Vec<(u64, Instant)>, now: Instant) -> bool {
+    polled.resize(sh.ps.len(), (u64::MAX, now));
+    let mut fired = false;
+    for (i, p) in sh.ps.iter().enumerate() {
+        // Relaxed: a counter compared between ticks, ordering nothing.
+        let drains = p.stats.drains.load(Relaxed);
+        if polled[i].0 != drains {
+            polled[i] = (drains, now);
+            continue;
+        }
+        if now.saturating_duration_since(polled[i].1) < UNWATCHED_POLL {
+            continue;
+        }
+        polled[i].1 = now;
+        // A parked watcher is woken by this poller's events itself. SeqCst:
+        // as in the rescue above (a hint here: a stale answer costs one
+        // extra drain, or delays this one by a tick).
+        let watched = sh.nodes[p.node]
+            .role
+            .watcher()
+            .is_some_and(|h| sh.ps[h].parked.load(SeqCst));
+        if watched {
+            continue;
+        }
+        let mut wakeups = Wakeups::default();
+        let mut timers = Vec::new();
+        if let Help::Drained = help(p, &sh.clock, &mut wakeups, &mut timers) {
+            // Our own drain moved the count: it is not someone else's.
+            polled[i].0 = p.stats.drains.load(Relaxed);
+            fired |= !timers.is_empty() || !wakeups.is_empty();
+            crate::context::set_firing_for(Some(i));
+            for w in timers.drain(..) {
+                crate::fault::wake(w, "a timer's waker");
+            }
+            wakeups.fire();
+            crate::context::set_firing_for(None);
+        }
+    }
+    fired
 }
