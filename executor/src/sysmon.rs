@@ -252,10 +252,13 @@ impl numa_rt_reactor::SysmonHook for Sysmon {
         let cfg = &shared.config;
         if !paused
             && cfg.stall_threshold.is_none()
+            && cfg.retake_threshold.is_none()
+            && cfg.procs_source.is_none()
             && cfg.schedtrace.is_none()
             && cfg.deadlock == DeadlockMode::Off
         {
-            // Installed, but only the watcher role runs the monitor.
+            // Nothing of sysmon's is enabled: only the reactor's part of
+            // the round (the watcher role, the network poll) runs.
             return None;
         }
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
