@@ -156,28 +156,24 @@ pub(crate) fn parse_deadlock(v: &str) -> Result<DeadlockMode, String> {
 /// Parses `NUMA_RT_STALL_MS`: a whole number of milliseconds ≥ 1, or `off`
 /// (or `0`) for no stall reports.
 pub(crate) fn parse_stall(v: &str) -> Result<Option<Duration>, String> {
-    match v.trim() {
-        "off" | "0" => Ok(None),
-        t => t
-            .parse::<u64>()
-            .map(|ms| Some(Duration::from_millis(ms)))
-            .map_err(|_| {
-                format!("{STALL_ENV}={v:?}: expected a whole number of milliseconds, or off")
-            }),
-    }
+    parse_ms_or_off(STALL_ENV, v)
 }
 
 /// Parses `NUMA_RT_RETAKE_MS`: a whole number of milliseconds ≥ 1, or `off`
 /// (or `0`) for no retake.
 pub(crate) fn parse_retake(v: &str) -> Result<Option<Duration>, String> {
+    parse_ms_or_off(RETAKE_ENV, v)
+}
+
+/// `off` or `0`: `None`; a whole number of milliseconds: `Some`; anything
+/// else an error naming the variable `name` and the value.
+fn parse_ms_or_off(name: &str, v: &str) -> Result<Option<Duration>, String> {
     match v.trim() {
         "off" | "0" => Ok(None),
         t => t
             .parse::<u64>()
             .map(|ms| Some(Duration::from_millis(ms)))
-            .map_err(|_| {
-                format!("{RETAKE_ENV}={v:?}: expected a whole number of milliseconds, or off")
-            }),
+            .map_err(|_| format!("{name}={v:?}: expected a whole number of milliseconds, or off")),
     }
 }
 
