@@ -36,12 +36,14 @@ thread_local! {
 struct Enter(*const Current);
 
 impl Enter {
+    #[inline]
     fn new(current: &Current) -> Enter {
         Enter(CURRENT.with(|c| c.replace(current)))
     }
 }
 
 impl Drop for Enter {
+    #[inline]
     fn drop(&mut self) {
         CURRENT.with(|c| c.set(self.0));
     }
@@ -137,8 +139,23 @@ impl<T> Output<T> {
 impl<T> Drop for Output<T> {
     /// Nobody took the output: async-task drops it (the handle was dropped
     /// before the task finished) or the handle is dropped unawaited.
+    #[inline]
     fn drop(&mut self) {
-        // SAFETY: `into_result` forgets `self`, so this is the only take.
+        // The common case (a `()` or other destructor-less value nobody
+        // awaited) needs no `catch_unwind`: nothing can panic.
+        if !std::mem::needs_drop::<T>() && self.result.is_ok() {
+            return;
+        }
+        self.drop_slow();
+    }
+}
+
+impl<T> Output<T> {
+    /// The rest of `Drop`: a value with a destructor, or a failure.
+    #[inline(never)]
+    fn drop_slow(&mut self) {
+        // SAFETY: `into_result` forgets `self`, and `Drop` calls this once,
+        // so this is the only take.
         let result = unsafe { ManuallyDrop::take(&mut self.result) };
         let id = self.id;
         match result {
@@ -206,6 +223,12 @@ impl<F> Harness<F> {
         if self.is_dropped() {
             return Ok(());
         }
+        self.drop_live_future()
+    }
+
+    /// [`Harness::drop_future`] for a caller that just saw the future
+    /// alive (the poll, which read the flags as it began).
+    fn drop_live_future(&mut self) -> Result<(), Panic> {
         let future = &mut self.future;
         // SAFETY: the future is alive (not yet marked finished) and is never
         // used again (marked finished below, whatever the drop does short of
@@ -245,7 +268,7 @@ impl<F: Future> Future for Harness<F> {
             return Poll::Ready(Output::new(id, Err(Failure::Cancelled)));
         }
         let result = if flags & ABORTED != 0 {
-            match this.drop_future() {
+            match this.drop_live_future() {
                 Ok(()) => Err(Failure::Cancelled),
                 Err(p) => Err(Failure::DropPanicked(p)),
             }
@@ -255,7 +278,7 @@ impl<F: Future> Future for Harness<F> {
             let future = unsafe { Pin::new_unchecked(&mut *this.future) };
             match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
                 Ok(Poll::Pending) => return Poll::Pending,
-                Ok(Poll::Ready(v)) => match this.drop_future() {
+                Ok(Poll::Ready(v)) => match this.drop_live_future() {
                     Ok(()) => Ok(v),
                     // tokio's choice: a future whose destructor panics after
                     // it completed reports the panic, not the value.
@@ -269,7 +292,7 @@ impl<F: Future> Future for Harness<F> {
                 Err(p) => {
                     // The poll's panic is the one reported; one from the
                     // destructor as well was already shown by the hook.
-                    if let Err(again) = this.drop_future() {
+                    if let Err(again) = this.drop_live_future() {
                         drop_payload(again);
                     }
                     Err(Failure::Panicked(p))
@@ -284,10 +307,21 @@ impl<F> Drop for Harness<F> {
     /// Only reached with the future alive when the runtime drops a pending
     /// task: at shutdown, when its `block_on` returns, or when the blocking
     /// pool stops with it queued. No handle can receive a panic from here.
+    #[inline]
     fn drop(&mut self) {
-        if self.is_dropped() {
-            return;
+        // Every task passes here once its future is gone (async-task drops
+        // the harness after it completes): keep that check inline.
+        if !self.is_dropped() {
+            self.drop_pending();
         }
+    }
+}
+
+impl<F> Harness<F> {
+    /// The rare half of `Drop`: the runtime drops a pending future.
+    #[cold]
+    #[inline(never)]
+    fn drop_pending(&mut self) {
         let id = self.meta().id;
         let current = Current {
             id: Some(id),

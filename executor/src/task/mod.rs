@@ -202,6 +202,7 @@ impl TaskMeta {
     /// [`ABORTED`] and [`FINISHED`], read with one plain load per poll.
     /// Relaxed: `ABORTED` as explained in [`TaskMeta::set_aborted`];
     /// `FINISHED` is only written by the harness, on the thread reading it.
+    #[inline]
     fn flags(&self) -> usize {
         self.word.load(Relaxed) & FLAGS
     }
@@ -215,12 +216,14 @@ impl TaskMeta {
     /// (no read-modify-write): clearing a concurrent `ABORTED` is harmless
     /// once the future is gone. Release pairs with `is_finished`'s Acquire,
     /// so whoever sees the flag also sees the future's drop.
+    #[inline]
     pub(crate) fn set_finished(&self) {
         let addr = self.word.load(Relaxed) & !FLAGS;
         self.word.store(addr | FINISHED, Release);
     }
 
     /// Acquire: pairs with the Release store in [`TaskMeta::set_finished`].
+    #[inline]
     pub(crate) fn is_finished(&self) -> bool {
         self.word.load(Acquire) & FINISHED != 0
     }

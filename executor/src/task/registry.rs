@@ -53,8 +53,10 @@ pub(crate) struct Slot {
 }
 
 impl Registry {
+    /// `shards` is rounded up to a power of two (at most [`SHARDS`]), so
+    /// that picking a shard is a mask, not a division, on every spawn.
     pub(crate) fn new(shards: usize) -> Arc<Registry> {
-        let n = shards.clamp(1, SHARDS);
+        let n = shards.clamp(1, SHARDS).next_power_of_two();
         Arc::new(Registry {
             shards: (0..n).map(|_| Mutex::new(Slab::default())).collect(),
             closed: std::sync::atomic::AtomicBool::new(false),
@@ -72,7 +74,8 @@ impl Registry {
         hint: u64,
         spawn: impl FnOnce(Slot) -> (Runnable, T),
     ) -> (Runnable, T, TaskRef, bool) {
-        let shard = (hint as usize) % self.shards.len();
+        // A power of two (see `new`).
+        let shard = (hint as usize) & (self.shards.len() - 1);
         let mut s = self.shards[shard].lock().unwrap_or_else(|e| e.into_inner());
         let index = match s.free.pop() {
             Some(i) => i,
