@@ -56,12 +56,25 @@ use crate::net::TcpStream;
 #[derive(Debug)]
 pub struct Io<T> {
     inner: T,
+    /// How many bytes of hyper's buffer the next read offers (and so zeroes
+    /// first, see `poll_read`): adapts to the reads, between
+    /// [`MIN_READ_WINDOW`] and whatever hyper offers.
+    window: usize,
 }
+
+/// The smallest read window. hyper polls a read about three times per
+/// request (one read, two that find nothing and return `Pending`, each
+/// zeroing the window first), so this is what an idle keep-alive connection
+/// pays per request; a bigger head fills it and the window doubles.
+const MIN_READ_WINDOW: usize = 1024;
 
 impl<T> Io<T> {
     /// Wraps `inner`.
     pub fn new(inner: T) -> Io<T> {
-        Io { inner }
+        Io {
+            inner,
+            window: MIN_READ_WINDOW,
+        }
     }
 
     /// The wrapped stream.
@@ -79,6 +92,18 @@ impl<T> Io<T> {
         self.inner
     }
 
+    /// `inner` pinned and `window` (not structurally pinned: a plain
+    /// `usize`).
+    fn project_window(self: Pin<&mut Self>) -> (Pin<&mut T>, &mut usize) {
+        // SAFETY: nothing is moved out of `this`: `inner` is structurally
+        // pinned (see `project`) and re-pinned at once; `window` is not
+        // pinned, and a `&mut usize` to it cannot move `inner`.
+        let this = unsafe { self.get_unchecked_mut() };
+        // SAFETY: as above: `inner` never moves while `Io` is pinned.
+        let inner = unsafe { Pin::new_unchecked(&mut this.inner) };
+        (inner, &mut this.window)
+    }
+
     fn project(self: Pin<&mut Self>) -> Pin<&mut T> {
         // SAFETY: `inner` is structurally pinned: `Io` never moves it out of
         // a pinned `Io` (`into_inner` and `inner_mut` need an unpinned `Io`,
@@ -94,15 +119,29 @@ impl<T: AsyncRead> hyper::rt::Read for Io<T> {
         cx: &mut Context<'_>,
         mut buf: hyper::rt::ReadBufCursor<'_>,
     ) -> Poll<io::Result<()>> {
-        // futures-io reads into initialized memory, so the unfilled part is
-        // zeroed first. hyper hands a fresh uninitialized cursor over its
-        // spare capacity to every read, so this zeroes that whole spare
-        // capacity each time (about 3% of a hello-world request's CPU); a
-        // path that reads numa_rt's own sockets into uninit memory would
-        // avoid it.
-        let unfilled = buf.initialize_unfilled();
-        let len = unfilled.len();
-        let n = match self.project().poll_read(cx, unfilled) {
+        // futures-io reads into initialized memory, so the part offered is
+        // zeroed first. hyper hands a fresh uninitialized cursor over all its
+        // spare capacity (8 KiB and up) to every read; zeroing all of it cost
+        // a hello-world request more than the request itself. So the read is
+        // offered a window that adapts: it doubles after a read that fills
+        // it (a big body streams in growing reads), and shrinks back towards
+        // `MIN_READ_WINDOW` after reads that use a quarter of it or less.
+        // A short read is always allowed; hyper reads again for the rest.
+        let (inner, window) = self.project_window();
+        // SAFETY: the slice is only written through (zeroed, then handed to
+        // the reader as initialized bytes); `advance` below covers only bytes
+        // it reported read, which lie inside the zeroed window.
+        let spare = unsafe { buf.as_mut() };
+        let len = spare.len().min(*window);
+        let unfilled: &mut [u8] = {
+            let part = &mut spare[..len];
+            for b in part.iter_mut() {
+                b.write(0);
+            }
+            // SAFETY: every byte of `part` was just initialized.
+            unsafe { &mut *(part as *mut [std::mem::MaybeUninit<u8>] as *mut [u8]) }
+        };
+        let n = match inner.poll_read(cx, unfilled) {
             Poll::Ready(Ok(n)) => n,
             Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
             Poll::Pending => return Poll::Pending,
@@ -116,9 +155,14 @@ impl<T: AsyncRead> hyper::rt::Read for Io<T> {
                 format!("AsyncRead::poll_read reported {n} bytes read into a {len}-byte buffer"),
             )));
         }
+        if n == len && len == *window {
+            *window = window.saturating_mul(2);
+        } else if n <= *window / 4 {
+            *window = (*window / 2).max(MIN_READ_WINDOW);
+        }
         // SAFETY: `advance(n)` requires the first `n` unfilled bytes to be
-        // initialized. `initialize_unfilled` initialized all `len` of them,
-        // and `n <= len` was checked just above.
+        // initialized. The first `len` were zeroed above, and `n <= len` was
+        // checked just above.
         unsafe { buf.advance(n) };
         Poll::Ready(Ok(()))
     }

@@ -181,6 +181,21 @@ impl Idle {
         2 * n.nmspinning.load(SeqCst) < busy
     }
 
+    /// Whether a P of `node` other than the caller's (which is not idle)
+    /// is held by an M: only those can have work to steal, since an idle
+    /// P's ring is empty (its M emptied it before parking, and only the
+    /// owner pushes there). A stale answer only costs a needless scan, or
+    /// leaves work to the submitters' wake-ups (the barrier below), which
+    /// do not count on spinners.
+    pub(crate) fn others_busy(&self, node: usize) -> bool {
+        let n = &self.nodes[node];
+        let busy = n
+            .nprocs
+            .saturating_sub(n.npidle.load(Relaxed))
+            .saturating_sub(n.retired.load(Relaxed));
+        busy > 1
+    }
+
     pub(crate) fn start_spinning(&self, node: usize) {
         self.nodes[node].nmspinning.fetch_add(1, SeqCst);
     }

@@ -502,16 +502,28 @@ impl Worker {
             if let Some(t) = self.take_batch(&mut core) {
                 return Some((core, t));
             }
-            // 5. The poller, without blocking.
-            core = self.poll_driver(core, false);
-            if let Some((t, _)) = core.queue.pop(true) {
-                core.tick = core.tick.wrapping_add(1);
-                return Some((core, t));
+            // 5. The poller, without blocking — unless this M is its node's
+            // watcher: its park blocks on every poller of the node, its own
+            // included, so it would find the same events one syscall later
+            // and this poll would be a wasted `epoll_wait` per light-load
+            // request (the watcher keeps the role from request to request).
+            let watches = core.driver.as_ref().is_some_and(|d| d.watches());
+            if !watches {
+                core = self.poll_driver(core, false);
+                if let Some((t, _)) = core.queue.pop(true) {
+                    core.tick = core.tick.wrapping_add(1);
+                    return Some((core, t));
+                }
             }
             // 6. Steal. Searching for work is not busy time: the batch
             // closes here (and a found task opens the next one).
             core.flush_busy(m, false);
-            if !core.spinning && shared.idle.may_spin(core.node) {
+            // Only where there is something to steal: another busy P of
+            // this node, or a saturated node elsewhere. At light load (this
+            // M's P the only busy one) the scan would probe every idle P's
+            // empty ring — a cache miss each on a big machine — on every
+            // request before parking.
+            if !core.spinning && shared.idle.may_spin(core.node) && self.worth_stealing(core.node) {
                 core.spinning = true;
                 shared.idle.start_spinning(core.node);
             }
@@ -663,6 +675,18 @@ impl Worker {
             self.shared.wake_idle_p_hint(core.node);
         }
         core
+    }
+
+    /// Whether a steal could find anything: another P of `node` is held by
+    /// an M, or some other node is saturated (the only remote work `steal`
+    /// takes).
+    fn worth_stealing(&self, node: usize) -> bool {
+        let shared = &*self.shared;
+        shared.idle.others_busy(node)
+            || shared.nodes[node]
+                .remote_order
+                .iter()
+                .any(|&rn| shared.saturated(rn))
     }
 
     /// Steals, nearest first: P's of this node (four passes, `runnext` on the

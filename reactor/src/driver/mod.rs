@@ -130,6 +130,9 @@ const TIMER_TOKEN: Token = Token(usize::MAX);
 const UNPARK_TAG: u64 = u64::MAX;
 /// The park epoll tag of the node's watch epoll (held by the watcher only).
 const WATCH_TAG: u64 = u64::MAX - 1;
+/// In the watch epoll, the tag of P `p`'s unpark eventfd is `UNPARK_IN_WATCH
+/// | p` (switched on for the watcher's P only); a P's io poller is tagged `p`.
+const UNPARK_IN_WATCH: u64 = 1 << 62;
 /// Descriptors each P's driver holds: its io poller (mio's epoll) and the
 /// registry's duplicate of it, the timerfd, the park epoll and the unpark
 /// eventfd. Each node adds its watch epoll.
@@ -238,13 +241,24 @@ struct Ops<'a> {
 
 impl WatchOps for Ops<'_> {
     fn switch(&self, p: usize, on: bool) -> std::io::Result<()> {
-        let r = sys::epoll_set_level(
-            &self.shared.ps[p].park,
-            self.watch.epoll.as_raw_fd(),
-            WATCH_TAG,
-            on,
-        );
-        debug_assert!(r.is_ok(), "switching the watch in P{p}'s park epoll: {r:?}");
+        let ps = &self.shared.ps[p];
+        // The eventfd first when switching on, last when switching off: an
+        // M that blocks on the watch epoll always has its unpark in it.
+        let unpark = || {
+            sys::epoll_set_level(
+                &self.watch.epoll,
+                ps.unpark.as_raw_fd(),
+                UNPARK_IN_WATCH | p as u64,
+                on,
+            )
+        };
+        let park = || sys::epoll_set_level(&ps.park, self.watch.epoll.as_raw_fd(), WATCH_TAG, on);
+        let r = if on {
+            unpark().and_then(|()| park())
+        } else {
+            park().and_then(|()| unpark())
+        };
+        debug_assert!(r.is_ok(), "switching the watch of P{p}: {r:?}");
         r
     }
     fn is_parked(&self, p: usize) -> bool {
@@ -331,9 +345,12 @@ impl Reactor {
             let unpark = sys::eventfd()?;
             sys::epoll_add_level(&park, unpark.as_raw_fd(), UNPARK_TAG)?;
             if watch.role.is_candidate(i) {
-                // Registered switched off: the role switches it on.
+                // Registered switched off: the role switches them on.
                 sys::epoll_add_level(&park, watch.epoll.as_raw_fd(), WATCH_TAG)?;
                 sys::epoll_set_level(&park, watch.epoll.as_raw_fd(), WATCH_TAG, false)?;
+                let tag = UNPARK_IN_WATCH | i as u64;
+                sys::epoll_add_level(&watch.epoll, unpark.as_raw_fd(), tag)?;
+                sys::epoll_set_level(&watch.epoll, unpark.as_raw_fd(), tag, false)?;
             }
             ps.push(PState {
                 io: Mutex::new(IoPoller {
@@ -383,7 +400,8 @@ impl Reactor {
             index,
             buf: vec![empty; 3],
             tags: Vec::with_capacity(3),
-            watch_buf: vec![empty; node_procs.max(1)],
+            // Every poller of the node and the watcher's own eventfd.
+            watch_buf: vec![empty; node_procs + 1],
             watch_tags: Vec::with_capacity(node_procs),
             wakeups: Wakeups::default(),
             timer_wakers: Vec::new(),
@@ -644,38 +662,38 @@ impl Driver {
             // that reads `true` under the role lock knows this M is in, or
             // about to enter, its epoll_wait (see `watch`).
             me.parked.store(true, Ordering::SeqCst);
-            watch.role.on_park(self.index, &ops);
-            let waited = sys::epoll_wait(&me.park, &mut self.buf, remaining, &mut self.tags);
+            // The holder blocks on the watch epoll itself, which holds every
+            // poller of the node and, while it holds the role, its own
+            // eventfd: one level (and one epoll_wait per event) less than
+            // through its park epoll. Nobody takes the role from a parked
+            // holder, so it holds it until this wait returns.
+            let direct = watch.role.on_park(self.index, &ops);
+            let waited = if direct {
+                sys::epoll_wait(&watch.epoll, &mut self.watch_buf, remaining, &mut self.tags)
+            } else {
+                sys::epoll_wait(&me.park, &mut self.buf, remaining, &mut self.tags)
+            };
             me.parked.store(false, Ordering::SeqCst);
             debug_assert!(waited.is_ok(), "epoll_wait(park): {waited:?}");
             me.stats.wakeups.fetch_add(1, Ordering::Relaxed);
             if shared.is_shutdown() {
                 break;
             }
-            let mut progressed = waited.is_err() || self.tags.is_empty();
-            let mut contended = false;
+            let mut round = Round {
+                progressed: waited.is_err() || self.tags.is_empty(),
+                ..Round::default()
+            };
             let tags = std::mem::take(&mut self.tags);
             for &tag in &tags {
-                if tag == UNPARK_TAG {
-                    // Drain, then clear the flag: see `notify` for why the
-                    // order matters (the other one lost wake-ups for good).
-                    me.notified.consume(|| sys::drain_counter(&me.unpark));
-                    unparked = true;
-                    progressed = true;
-                } else {
-                    debug_assert_eq!(tag, WATCH_TAG);
-                    match self.help_node(watch) {
-                        Help::Drained => progressed = true,
-                        Help::Busy => contended = true,
-                    }
-                }
+                self.on_tag(tag, watch, &mut round);
             }
             self.tags = tags;
+            unparked |= round.unparked;
             self.fire_own();
-            if progressed || deadline.is_some_and(|d| Instant::now() >= d) {
+            if round.progressed || deadline.is_some_and(|d| Instant::now() >= d) {
                 break;
             }
-            if contended {
+            if round.contended {
                 // Another M is draining that poller right now; its readiness
                 // (level-triggered) clears within microseconds.
                 std::thread::yield_now();
@@ -689,36 +707,76 @@ impl Driver {
         shared.monitor.kick();
     }
 
-    /// The watcher's turn: finds which pollers of the node are ready and
-    /// drains them on their M's behalf.
-    fn help_node(&mut self, watch: &NodeWatch) -> Help {
-        let waited = sys::epoll_wait(
-            &watch.epoll,
-            &mut self.watch_buf,
-            Some(Duration::ZERO),
-            &mut self.watch_tags,
-        );
-        debug_assert!(waited.is_ok(), "epoll_wait(watch): {waited:?}");
-        let mut outcome = Help::Busy;
-        for i in 0..self.watch_tags.len() {
-            let p = self.watch_tags[i] as usize;
-            if let Help::Drained = help(
+    /// Whether this P's M held its node's watcher role a moment ago (no
+    /// lock; may be stale). Its park then blocks on every poller of the
+    /// node, its own included, so a non-blocking poll of its own poller just
+    /// before parking would only repeat what the park does: the executor
+    /// skips it (one `epoll_wait` per light-load request).
+    pub fn watches(&self) -> bool {
+        let me = self.me();
+        self.shared.nodes[me.node].role.holder_hint(self.index)
+    }
+
+    /// Acts on one tag from a park's wait: this P's unpark (from its park
+    /// epoll or, as the holder, from the watch epoll), the watch (through
+    /// the park epoll: ask it which pollers are ready), or a ready poller
+    /// (the holder's direct wait).
+    fn on_tag(&mut self, tag: u64, watch: &NodeWatch, round: &mut Round) {
+        let me = &self.shared.ps[self.index];
+        if tag == UNPARK_TAG || tag == UNPARK_IN_WATCH | self.index as u64 {
+            if !round.unparked {
+                // Drain, then clear the flag: see `notify` for why the
+                // order matters (the other one lost wake-ups for good).
+                me.notified.consume(|| sys::drain_counter(&me.unpark));
+            }
+            round.unparked = true;
+            round.progressed = true;
+        } else if tag == WATCH_TAG {
+            let waited = sys::epoll_wait(
+                &watch.epoll,
+                &mut self.watch_buf,
+                Some(Duration::ZERO),
+                &mut self.watch_tags,
+            );
+            debug_assert!(waited.is_ok(), "epoll_wait(watch): {waited:?}");
+            let tags = std::mem::take(&mut self.watch_tags);
+            for &t in &tags {
+                // Never WATCH_TAG again: the watch epoll does not hold itself.
+                self.on_tag(t, watch, round);
+            }
+            self.watch_tags = tags;
+        } else if tag & UNPARK_IN_WATCH != 0 {
+            // Another P's eventfd, switched on in the watch until a moment
+            // ago (the role moved under the lock since): its own M takes it.
+        } else {
+            let p = tag as usize;
+            match help(
                 &self.shared.ps[p],
                 &self.shared.clock,
                 &mut self.wakeups,
                 &mut self.timer_wakers,
             ) {
-                if p != self.index {
-                    self.shared.ps[self.index]
-                        .stats
-                        .helps
-                        .fetch_add(1, Ordering::Relaxed);
+                Help::Drained => {
+                    if p != self.index {
+                        me.stats.helps.fetch_add(1, Ordering::Relaxed);
+                    }
+                    round.progressed = true;
                 }
-                outcome = Help::Drained;
+                Help::Busy => round.contended = true,
             }
         }
-        outcome
     }
+}
+
+/// What one wake-up of a park found.
+#[derive(Default)]
+struct Round {
+    /// This P was unparked (its eventfd consumed).
+    unparked: bool,
+    /// Something was done: unparked, a poller drained, or the wait failed.
+    progressed: bool,
+    /// A ready poller was being drained by another M.
+    contended: bool,
 }
 
 /// Polls `other`'s io poller on behalf of its M (busy, or asleep on its

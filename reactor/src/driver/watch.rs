@@ -33,7 +33,11 @@
 //!   been out for a tick (20 µs to 10 ms, Go's sysmon figures).
 //!
 //! The invariant under the lock: the watch epoll is switched on in P `p`'s
-//! park epoll iff `watcher == Some(p)`. The race of a hand-off to an M that is
+//! park epoll, and P `p`'s unpark eventfd is switched on in the watch epoll,
+//! iff `watcher == Some(p)`. So the holder can block on the watch epoll
+//! itself (one level less, one `epoll_wait` less per event: it is how a
+//! watcher that keeps the role parks), while an M handed the role as it
+//! sleeps sees the watch through its park epoll until its next park. The race of a hand-off to an M that is
 //! waking up is closed by order: an M marks itself unparked *before* it takes
 //! the lock to leave, and marks itself parked *before* it takes the lock to
 //! park; the handing or taking M reads the parked flags *under* the lock. The
@@ -54,7 +58,8 @@ pub(super) const CANDIDATES: usize = 8;
 /// What the role protocol needs from the real world (the epoll calls and the
 /// P's parked flags), so the loom model runs this very code.
 pub(super) trait WatchOps {
-    /// Switches the watch epoll on (or off) in P `p`'s park epoll.
+    /// Switches the watch epoll on (or off) in P `p`'s park epoll, and P
+    /// `p`'s unpark eventfd on (or off) in the watch epoll.
     fn switch(&self, p: usize, on: bool) -> std::io::Result<()>;
     /// Whether P `p`'s M is blocked (or about to block) in its park epoll.
     fn is_parked(&self, p: usize) -> bool;
@@ -63,15 +68,22 @@ pub(super) trait WatchOps {
 /// The watcher role of one node.
 pub(super) struct Role {
     watcher: Mutex<Option<usize>>,
+    /// A copy of `watcher` (`usize::MAX`: none), written under the lock,
+    /// read without it by [`Role::holder_hint`]. std's atomic even under
+    /// loom: it is advisory and no model reads it.
+    hint: std::sync::atomic::AtomicUsize,
     /// The P's that may hold the role, in index order.
     candidates: Vec<usize>,
 }
+
+const NO_HOLDER: usize = usize::MAX;
 
 impl Role {
     /// `procs`: the node's P's, in index order.
     pub(super) fn new(procs: &[usize]) -> Self {
         Role {
             watcher: Mutex::new(None),
+            hint: std::sync::atomic::AtomicUsize::new(NO_HOLDER),
             candidates: procs.iter().copied().take(CANDIDATES).collect(),
         }
     }
@@ -82,23 +94,48 @@ impl Role {
     }
 
     /// Called by P `me`'s M after it marked itself parked, before it blocks:
-    /// takes the role if nobody holds it or its holder is running.
-    pub(super) fn on_park(&self, me: usize, ops: &impl WatchOps) {
+    /// takes the role if nobody holds it or its holder is running. Returns
+    /// whether `me` holds the role now; it then keeps it until it leaves
+    /// its park (nobody takes the role from a parked holder), so it may
+    /// block on the watch epoll itself (see the driver's `park`).
+    pub(super) fn on_park(&self, me: usize, ops: &impl WatchOps) -> bool {
         if !self.is_candidate(me) {
-            return;
+            return false;
         }
         let mut w = self.watcher.lock().unwrap_or_else(|e| e.into_inner());
         match *w {
-            Some(p) if p == me || ops.is_parked(p) => {}
+            Some(p) if p == me => true,
+            Some(p) if ops.is_parked(p) => false,
             old => {
                 if ops.switch(me, true).is_ok() {
                     if let Some(p) = old {
                         let _ = ops.switch(p, false);
                     }
-                    *w = Some(me);
+                    self.set(&mut w, Some(me));
+                    true
+                } else {
+                    false
                 }
             }
         }
+    }
+
+    /// Under the role lock: records the new holder (and its lock-free copy).
+    fn set(&self, w: &mut Option<usize>, holder: Option<usize>) {
+        *w = holder;
+        // Relaxed: the copy is a hint (see `holder_hint`); the lock orders
+        // everything the protocol relies on.
+        self.hint.store(
+            holder.unwrap_or(NO_HOLDER),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+
+    /// Whether P `p`'s M held the role a moment ago, without the lock. A
+    /// stale answer costs at most one needless (or one missed) non-blocking
+    /// poll before a park; see `Driver::watches`.
+    pub(super) fn holder_hint(&self, p: usize) -> bool {
+        self.hint.load(std::sync::atomic::Ordering::Relaxed) == p
     }
 
     /// Called by P `me`'s M after it marked itself unparked, when it leaves
@@ -118,7 +155,7 @@ impl Role {
             return true;
         }
         let _ = ops.switch(me, false);
-        *w = None;
+        self.set(&mut w, None);
         false
     }
 
@@ -132,7 +169,7 @@ impl Role {
             let p = self.candidates[(offset + k) % n];
             if ops.is_parked(p) && ops.switch(p, true).is_ok() {
                 let _ = ops.switch(from, false);
-                *w = Some(p);
+                self.set(w, Some(p));
                 return true;
             }
         }
@@ -234,13 +271,16 @@ mod models {
             let (m1, r1) = (m.clone(), role.clone());
             let t = thread::spawn(move || {
                 m1.parked[1].store(true, SeqCst);
-                r1.on_park(1, &*m1);
+                r1.on_park(1, &*m1)
             });
             m.parked[0].store(false, SeqCst);
             role.on_leave(0, false, &*m);
-            t.join().unwrap();
+            let took = t.join().unwrap();
             let w = role.watcher().expect("somebody holds the role");
             assert_eq!(m.on.load(SeqCst), 1 << w);
+            // What `on_park` answered is what the parker may act on (block
+            // on the watch epoll itself): it must be the truth.
+            assert_eq!(took, w == 1);
         });
     }
 
