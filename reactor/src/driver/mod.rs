@@ -183,6 +183,9 @@ pub(crate) struct PState {
     /// True while the owner M blocks (or is about to block) in the park
     /// epoll: the watcher role may be handed to it, and is not taken from it.
     parked: AtomicBool,
+    /// Which of this P's role entries are switched on ([`ARMED_DIRECT`],
+    /// [`ARMED_NESTED`]); only read and written under the node's role lock.
+    armed: std::sync::atomic::AtomicU8,
     /// The NUMA node of this P (index into `Shared::nodes`).
     node: usize,
     stats: Stats,
@@ -239,27 +242,54 @@ struct Ops<'a> {
     watch: &'a NodeWatch,
 }
 
-impl WatchOps for Ops<'_> {
-    fn switch(&self, p: usize, on: bool) -> std::io::Result<()> {
+/// P `p`'s unpark eventfd is switched on in the watch epoll (`PState::armed`).
+const ARMED_DIRECT: u8 = 1;
+/// The watch epoll is switched on in P `p`'s park epoll (`PState::armed`).
+const ARMED_NESTED: u8 = 2;
+
+impl Ops<'_> {
+    /// Switches one of P `p`'s two role entries on or off.
+    fn set(&self, p: usize, bit: u8, on: bool) -> std::io::Result<()> {
         let ps = &self.shared.ps[p];
-        // The eventfd first when switching on, last when switching off: an
-        // M that blocks on the watch epoll always has its unpark in it.
-        let unpark = || {
+        if bit == ARMED_DIRECT {
             sys::epoll_set_level(
                 &self.watch.epoll,
                 ps.unpark.as_raw_fd(),
                 UNPARK_IN_WATCH | p as u64,
                 on,
             )
-        };
-        let park = || sys::epoll_set_level(&ps.park, self.watch.epoll.as_raw_fd(), WATCH_TAG, on);
-        let r = if on {
-            unpark().and_then(|()| park())
         } else {
-            park().and_then(|()| unpark())
-        };
-        debug_assert!(r.is_ok(), "switching the watch of P{p}: {r:?}");
-        r
+            sys::epoll_set_level(&ps.park, self.watch.epoll.as_raw_fd(), WATCH_TAG, on)
+        }
+    }
+}
+
+impl WatchOps for Ops<'_> {
+    fn arm(&self, p: usize, direct: bool) -> std::io::Result<()> {
+        let ps = &self.shared.ps[p];
+        let bit = if direct { ARMED_DIRECT } else { ARMED_NESTED };
+        // Relaxed: only read and written under the role lock.
+        let armed = ps.armed.load(Ordering::Relaxed);
+        if armed & bit != 0 {
+            return Ok(());
+        }
+        let r = self.set(p, bit, true);
+        debug_assert!(r.is_ok(), "arming the watch for P{p}: {r:?}");
+        r?;
+        ps.armed.store(armed | bit, Ordering::Relaxed);
+        Ok(())
+    }
+    fn disarm(&self, p: usize) {
+        let ps = &self.shared.ps[p];
+        // Relaxed: as in `arm`.
+        let armed = ps.armed.load(Ordering::Relaxed);
+        for bit in [ARMED_DIRECT, ARMED_NESTED] {
+            if armed & bit != 0 {
+                let r = self.set(p, bit, false);
+                debug_assert!(r.is_ok(), "disarming the watch for P{p}: {r:?}");
+            }
+        }
+        ps.armed.store(0, Ordering::Relaxed);
     }
     fn is_parked(&self, p: usize) -> bool {
         // SeqCst pairs with the stores around the owner's epoll_wait; read
@@ -364,6 +394,7 @@ impl Reactor {
                 unpark,
                 notified: notify::Notify::new(),
                 parked: AtomicBool::new(false),
+                armed: std::sync::atomic::AtomicU8::new(0),
                 node,
                 stats: Stats::default(),
             });
