@@ -621,6 +621,11 @@ impl Worker {
         let shared = &*self.shared;
         let p = &shared.procs[core.index];
         let node = &shared.nodes[core.node];
+        // The common case at light load, checked before any bookkeeping:
+        // nothing queued for this P or its node.
+        if p.inbox.is_empty() && node.inject.is_empty() {
+            return None;
+        }
         // At most half the room left in the ring (it may hold work already,
         // at a fairness check), and Go's share of the node queue.
         let room = (crate::queue::CAPACITY - core.queue.len().min(crate::queue::CAPACITY)) / 2;
