@@ -78,6 +78,11 @@ pub(crate) struct Core {
     /// The tick at which the driver was last polled for `event_interval`
     /// (ticks do not move during runnext runs: poll once per tick value).
     pub(crate) last_event_tick: u32,
+    /// Consecutive non-blocking polls before a park (step 5 of the loop)
+    /// that found nothing, and how many such polls the watcher has skipped
+    /// since its last one: see `Worker::find_runnable`.
+    pub(crate) quiet_polls: u8,
+    pub(crate) skipped_polls: u8,
     /// Reused buffer for batches taken from the inbox or node queue.
     pub(crate) batch: Vec<Runnable>,
     /// When the current busy batch began: set when the M runs a task with
@@ -129,6 +134,8 @@ impl Processor {
             spinning: false,
             rng: seed(index),
             last_event_tick: u32::MAX,
+            quiet_polls: 0,
+            skipped_polls: 0,
             batch: Vec::new(),
             busy_since: None,
             batch_polls: 0,

@@ -26,14 +26,18 @@
 //!   an idle M blocks.
 //!
 //! ## Per node
-//! A **watch epoll** holding the io poller of every P of the node. The
-//! watcher's park epoll has it switched on ([`watch`] has the role protocol,
-//! its rules and its loom models).
+//! A **watch epoll** holding the io poller of every P of the node and the
+//! unpark eventfd of each candidate P (switched off but the watcher's). An M
+//! that holds the role as it parks blocks on the watch epoll itself; one
+//! handed the role while asleep sees it through its park epoll, where the
+//! watch is switched on ([`watch`] has the role protocol, its rules and its
+//! loom models). The direct wait saves one `epoll_wait` per event: two (the
+//! watch, the ready poller) instead of three.
 //!
 //! Nesting is two levels (park epoll → watch epoll → io epolls, which hold
 //! sockets and timerfds), with no cycle, below the kernel's limit of 4. A
-//! park epoll holds at most two entries and a watch epoll one per P of its
-//! node, so building the drivers is linear in the P count.
+//! park epoll holds at most two entries and a watch epoll at most two per P
+//! of its node, so building the drivers is linear in the P count.
 //!
 //! ## Who wakes for what
 //! - An I/O event or due timer on any P of the node wakes the watcher alone.
