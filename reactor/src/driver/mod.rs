@@ -735,7 +735,8 @@ impl Driver {
             }
         }
         // Unparked for new work: this M may stay busy, so the role goes to
-        // a parked M. Woken by I/O: it keeps the role (see `watch`).
+        // a parked M if there is one. Woken by I/O: it keeps the role (see
+        // `watch`).
         if watch.role.on_leave(self.index, unparked, &ops) {
             me.stats.handoffs.fetch_add(1, Ordering::Relaxed);
         }
