@@ -459,7 +459,7 @@ impl Worker {
             }
             let m = &shared.procs[core.index].metrics;
             // 1. Fairness: the other queues first, once in a while.
-            if core.tick % cfg.global_queue_interval == 0 {
+            if cfg.global_queue_interval.hits(core.tick) {
                 if let Some(t) = self.machine.local.pop() {
                     core.tick = core.tick.wrapping_add(1);
                     return Some((core, t));
@@ -473,7 +473,7 @@ impl Worker {
                 }
             }
             // 2. Keep this P's I/O and timers moving while it is busy.
-            if core.tick % cfg.event_interval == 0 && core.tick != core.last_event_tick {
+            if cfg.event_interval.hits(core.tick) && core.tick != core.last_event_tick {
                 core.last_event_tick = core.tick;
                 // The batch boundary for busy time (one clock read per
                 // `event_interval` ticks; see `counters`).
