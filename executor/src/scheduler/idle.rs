@@ -173,12 +173,18 @@ impl Idle {
     /// half the node's busy P's have a spinning M, so spinning cannot eat the
     /// CPU it is looking for.
     pub(crate) fn may_spin(&self, node: usize) -> bool {
+        2 * self.nodes[node].nmspinning.load(SeqCst) < self.busy(node)
+    }
+
+    /// The P's of `node` held by an M: neither idle nor retired. SeqCst
+    /// load of `npidle`: `may_spin` is part of Go's spinning rule (the
+    /// counters pair with the updates in `release`, `reclaim` and the
+    /// spinner claims); `others_busy` only needs a hint.
+    fn busy(&self, node: usize) -> usize {
         let n = &self.nodes[node];
-        let busy = n
-            .nprocs
+        n.nprocs
             .saturating_sub(n.npidle.load(SeqCst))
-            .saturating_sub(n.retired.load(Relaxed));
-        2 * n.nmspinning.load(SeqCst) < busy
+            .saturating_sub(n.retired.load(Relaxed))
     }
 
     /// Whether a P of `node` other than the caller's (which is not idle)
@@ -188,12 +194,7 @@ impl Idle {
     /// leaves work to the submitters' wake-ups (the barrier below), which
     /// do not count on spinners.
     pub(crate) fn others_busy(&self, node: usize) -> bool {
-        let n = &self.nodes[node];
-        let busy = n
-            .nprocs
-            .saturating_sub(n.npidle.load(Relaxed))
-            .saturating_sub(n.retired.load(Relaxed));
-        busy > 1
+        self.busy(node) > 1
     }
 
     pub(crate) fn start_spinning(&self, node: usize) {
