@@ -26,23 +26,7 @@ impl Drop for PanicOnDrop {
 
 /// Runs `case` in a child process; returns its stderr.
 fn run_child(case: &str) -> String {
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child", "--nocapture", "--test-threads=1"])
-        .env(CASE_ENV, case)
-        .output()
-        .expect("the test binary runs as a child");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(
-        out.status.success(),
-        "child `{case}` failed ({}):\n{stdout}\n{stderr}",
-        out.status
-    );
-    assert!(
-        stdout.contains("1 passed"),
-        "the child test did not run:\n{stdout}\n{stderr}"
-    );
-    stderr
+    common::run_child(CASE_ENV, case)
 }
 
 fn rt() -> Runtime {

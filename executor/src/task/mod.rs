@@ -292,20 +292,12 @@ where
     F::Output: Send + 'static,
     S: async_task::Schedule<TaskMeta> + Send + Sync + 'static,
 {
-    let meta = TaskMeta::new(Kind::Task);
-    let hint = meta.id.as_u64();
-    let reg = registry.clone();
-    let (runnable, task, raw, live) = registry.insert(hint, |slot| {
+    spawn_in(Kind::Task, registry, |meta, reg, slot| {
         async_task::Builder::new().metadata(meta).spawn(
             move |meta| Harness::new(Tracked::new(future, reg, slot), meta),
             schedule,
         )
-    });
-    Spawned {
-        runnable,
-        handle: JoinHandle::new(task, raw),
-        live,
-    }
+    })
 }
 
 /// Creates a `!Send` task tracked in `registry` (a pinned queue's). The
@@ -321,15 +313,32 @@ where
     F::Output: 'static,
     S: async_task::Schedule<TaskMeta> + Send + Sync + 'static,
 {
-    let meta = TaskMeta::new(Kind::Local);
-    let hint = meta.id.as_u64();
-    let reg = registry.clone();
-    let (runnable, task, raw, live) = registry.insert(hint, |slot| {
+    spawn_in(Kind::Local, registry, |meta, reg, slot| {
         async_task::Builder::new().metadata(meta).spawn_local(
             move |meta| Harness::new(Tracked::new(future, reg, slot), meta),
             schedule,
         )
-    });
+    })
+}
+
+/// What `spawn_tracked` and `spawn_local_tracked` share: a fresh
+/// `TaskMeta` (the caller's location), the registry entry, the handle.
+/// `build` makes the task (Send or not) from the meta, the registry and
+/// its slot.
+#[track_caller]
+fn spawn_in<T>(
+    kind: Kind,
+    registry: &Arc<Registry>,
+    build: impl FnOnce(
+        TaskMeta,
+        Arc<Registry>,
+        registry::Slot,
+    ) -> (Runnable, async_task::Task<harness::Output<T>, TaskMeta>),
+) -> Spawned<T> {
+    let meta = TaskMeta::new(kind);
+    let hint = meta.id.as_u64();
+    let reg = registry.clone();
+    let (runnable, task, raw, live) = registry.insert(hint, |slot| build(meta, reg, slot));
     Spawned {
         runnable,
         handle: JoinHandle::new(task, raw),

@@ -101,3 +101,27 @@ where
     rx.recv_timeout(HANG)
         .unwrap_or_else(|e| panic!("{what}: not done after {HANG:?} ({e})"))
 }
+
+/// Runs this test binary's test named `child` in a child process, with
+/// `env` set to `case` (the child reads it to pick what to do): for cases
+/// that end the process or print from the runtime's threads. Fails unless
+/// the child ran that one test and passed; returns its stderr.
+pub fn run_child(env: &str, case: &str) -> String {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child", "--nocapture", "--test-threads=1"])
+        .env(env, case)
+        .output()
+        .expect("the test binary runs as a child");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success(),
+        "child `{case}` failed ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
+    assert!(
+        stdout.contains("1 passed"),
+        "the child test did not run:\n{stdout}\n{stderr}"
+    );
+    stderr
+}
