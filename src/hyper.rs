@@ -128,9 +128,11 @@ impl<T: AsyncRead> hyper::rt::Read for Io<T> {
         // `MIN_READ_WINDOW` after reads that use a quarter of it or less.
         // A short read is always allowed; hyper reads again for the rest.
         let (inner, window) = self.project_window();
-        // SAFETY: the slice is only written through (zeroed, then handed to
-        // the reader as initialized bytes); `advance` below covers only bytes
-        // it reported read, which lie inside the zeroed window.
+        // SAFETY: `as_mut`'s contract is that we never de-initialize bytes
+        // that were initialized; we only write zeros into them (and the
+        // reader then writes bytes), never `MaybeUninit::uninit()`. `advance`
+        // below covers only bytes the reader reported read, inside the window
+        // zeroed here.
         let spare = unsafe { buf.as_mut() };
         let len = spare.len().min(*window);
         let unfilled: &mut [u8] = {
