@@ -287,13 +287,19 @@ impl WatchOps for Ops<'_> {
         let ps = &self.shared.ps[p];
         // Relaxed: as in `arm`.
         let armed = ps.armed.load(Ordering::Relaxed);
+        let mut left = 0;
         for bit in [ARMED_DIRECT, ARMED_NESTED] {
             if armed & bit != 0 {
                 let r = self.set(p, bit, false);
                 debug_assert!(r.is_ok(), "disarming the watch for P{p}: {r:?}");
+                // An entry that could not be switched off stays recorded,
+                // so the next disarm tries again.
+                if r.is_err() {
+                    left |= bit;
+                }
             }
         }
-        ps.armed.store(0, Ordering::Relaxed);
+        ps.armed.store(left, Ordering::Relaxed);
     }
     fn is_parked(&self, p: usize) -> bool {
         // SeqCst pairs with the stores around the owner's epoll_wait; read
@@ -784,6 +790,9 @@ impl Driver {
         } else if tag & UNPARK_IN_WATCH != 0 {
             // Another P's eventfd, switched on in the watch until a moment
             // ago (the role moved under the lock since): its own M takes it.
+            // Level-triggered, it may report again until then: yield rather
+            // than spin on it.
+            round.contended = true;
         } else {
             let p = tag as usize;
             match help(
