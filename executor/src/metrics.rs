@@ -58,6 +58,9 @@ pub struct ProcMetrics {
     /// watcher, handed the role to another parked M (an `epoll_ctl` pair, no
     /// wake-up).
     pub watch_handoffs: u64,
+    /// Sockets moved into this P's poller because the task using them kept
+    /// running here (a source follows its task; see docs/architecture.md).
+    pub sources_moved_in: u64,
     /// Root tasks (spawned right after an accept) sent to this P round-robin.
     pub root_tasks_received: u64,
     /// Times this P went back to the M that lent it away in `block_in_place`.
@@ -259,6 +262,7 @@ impl RuntimeMetrics {
             spurious_wakeups: m.spurious_wakeups.get(),
             helps: driver.helps,
             watch_handoffs: driver.watch_handoffs,
+            sources_moved_in: driver.sources_moved_in,
             root_tasks_received: m.root_tasks_received.get(),
             handbacks: m.handbacks.get(),
             retakes: m.retakes.get(),

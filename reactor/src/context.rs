@@ -72,6 +72,11 @@ impl std::fmt::Debug for EnterGuard {
     }
 }
 
+/// Whether this thread's current reactor is the one owning `shared`.
+pub(crate) fn is_current_shared(shared: &std::sync::Arc<crate::driver::Shared>) -> bool {
+    CURRENT_REACTOR.with(|c| c.borrow().as_ref().is_some_and(|r| r.shares(shared)))
+}
+
 /// The current reactor, if any.
 pub fn try_current() -> Option<Reactor> {
     CURRENT_REACTOR.with(|c| c.borrow().clone())

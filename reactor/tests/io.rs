@@ -585,3 +585,100 @@ fn readiness_on_a_busy_p_is_handled_by_the_idle_p() {
     println!("busy-owner readiness latency: {:?}", at - sent);
     drop(busy.join().unwrap());
 }
+
+/// A source follows its task: registered on P 0, then polled from P 1
+/// three times in a row, it moves to P 1's poller (after two it has not),
+/// and its next event arrives there and no longer on P 0. A single poll
+/// from elsewhere in between does not move it back.
+#[test]
+fn a_source_moves_to_the_p_that_keeps_polling_it() {
+    let (reactor, mut d, _g) = setup(2);
+    context::set_current_p(Some(0));
+    let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+    let mut a = UnixStream::from_std(a).unwrap();
+    let (count, waker) = count_waker();
+    let mut buf = [0u8; 8];
+    let mut poll = |a: &mut UnixStream| {
+        let r = Pin::new(a).poll_read(&mut Context::from_waker(&waker), &mut buf);
+        assert!(r.is_pending(), "{r:?}");
+    };
+    poll(&mut a);
+    let moved = |p| reactor.driver_stats(p).sources_moved_in;
+    context::set_current_p(Some(1));
+    poll(&mut a);
+    poll(&mut a);
+    assert_eq!(
+        (moved(0), moved(1)),
+        (0, 0),
+        "two polls from P 1 move nothing"
+    );
+    // Back on P 0 once: the streak starts over.
+    context::set_current_p(Some(0));
+    poll(&mut a);
+    context::set_current_p(Some(1));
+    poll(&mut a);
+    poll(&mut a);
+    assert_eq!(moved(1), 0, "the streak restarted after the poll from P 0");
+    poll(&mut a);
+    assert_eq!(
+        (moved(0), moved(1)),
+        (0, 1),
+        "the third poll in a row moved it"
+    );
+    assert_eq!(reactor.registered_sources(), 1, "moved, not copied");
+    b.write_all(b"hi").unwrap();
+    d[0].poll_now();
+    assert_eq!(
+        count.0.load(Ordering::SeqCst),
+        0,
+        "P 0's poller no longer has it"
+    );
+    d[1].poll_now();
+    assert_eq!(
+        count.0.load(Ordering::SeqCst),
+        1,
+        "P 1's poller reported it"
+    );
+    let r = Pin::new(&mut a).poll_read(&mut Context::from_waker(&waker), &mut buf);
+    assert!(matches!(r, Poll::Ready(Ok(2))), "{r:?}");
+    // Dropping it deregisters it from where it lives now.
+    drop(a);
+    assert_eq!(reactor.registered_sources(), 0);
+}
+
+/// Readiness that arrives before a source moves and that its old poller
+/// never handed out is not lost: the old poller's copy goes with the
+/// removal, and the new poller reports it (epoll reports what is ready when
+/// an fd is added).
+#[test]
+fn a_source_moved_while_ready_reports_on_its_new_p() {
+    let (reactor, mut d, _g) = setup(2);
+    context::set_current_p(Some(0));
+    let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+    let mut a = UnixStream::from_std(a).unwrap();
+    let (count, waker) = count_waker();
+    let mut buf = [0u8; 8];
+    let mut poll =
+        |a: &mut UnixStream| Pin::new(a).poll_read(&mut Context::from_waker(&waker), &mut buf);
+    assert!(poll(&mut a).is_pending());
+    // Ready now, but P 0's poller is never drained.
+    b.write_all(b"x").unwrap();
+    context::set_current_p(Some(1));
+    for _ in 0..3 {
+        assert!(poll(&mut a).is_pending(), "nobody drained a poller yet");
+    }
+    assert_eq!(reactor.driver_stats(1).sources_moved_in, 1);
+    d[0].poll_now();
+    assert_eq!(
+        count.0.load(Ordering::SeqCst),
+        0,
+        "P 0's poller lost its copy"
+    );
+    d[1].poll_now();
+    assert_eq!(
+        count.0.load(Ordering::SeqCst),
+        1,
+        "P 1's poller reported it"
+    );
+    assert!(matches!(poll(&mut a), Poll::Ready(Ok(1))));
+}

@@ -214,6 +214,9 @@ struct Stats {
     /// counted under the poller's lock: the monitor polls a poller whose
     /// count stays still while nobody watches it (see `monitor`).
     drains: AtomicU64,
+    /// Sources moved to this P's poller because their task runs here (see
+    /// `registration`, "A source follows its task").
+    pub(crate) moves_in: AtomicU64,
 }
 
 /// The executor's part of the monitor thread (Go's sysmon): called at every
@@ -238,6 +241,9 @@ pub struct DriverStats {
     /// Times this P's M, unparked for new work while it was its node's
     /// watcher, handed the role to another parked M.
     pub watch_handoffs: u64,
+    /// Sources moved into this P's poller from another P's because the task
+    /// using them kept running here (see the reactor's registration docs).
+    pub sources_moved_in: u64,
 }
 
 /// The role protocol's view of one node's P's (see [`watch::WatchOps`]).
@@ -469,6 +475,11 @@ impl Reactor {
         self.shared.monitor.stop();
     }
 
+    /// Whether this reactor owns `shared`.
+    pub(crate) fn shares(&self, shared: &Arc<Shared>) -> bool {
+        Arc::ptr_eq(&self.shared, shared)
+    }
+
     /// Whether [`Reactor::shutdown`] was called.
     pub fn is_shutdown(&self) -> bool {
         // Relaxed: advisory; the shutdown protocol itself is ordered by locks.
@@ -482,6 +493,7 @@ impl Reactor {
             wakeups: st.wakeups.load(Ordering::Relaxed),
             helps: st.helps.load(Ordering::Relaxed),
             watch_handoffs: st.handoffs.load(Ordering::Relaxed),
+            sources_moved_in: st.moves_in.load(Ordering::Relaxed),
         }
     }
 

@@ -6,9 +6,26 @@
 //! its task runs). Its operations follow one loop: take a unit of coop budget,
 //! wait for readiness, try the syscall, and on `WouldBlock` forget the
 //! readiness and wait again.
+//!
+//! # A source follows its task
+//!
+//! Tasks move: a watcher that drains another P's poller runs the woken task
+//! on its own P, a spinner steals half a queue. A socket left registered
+//! with its first P then reports every event through that P's poller, and
+//! the M running the task sees it one nesting level late: at one echo
+//! connection on 2 P's that was 4 `epoll_wait`s per round trip (its own
+//! poller empty, the watch, the other P's poller, then its own again)
+//! against tokio's 2. So once a source has been polled from the same other
+//! P of its runtime [`MOVE_AFTER`] times in a row, it moves there: added to
+//! the new poller (whose `EPOLL_CTL_ADD` reports current readiness, so no
+//! edge is lost), then removed from the old one. Events that land on both
+//! in between set readiness on the same [`ScheduledIo`] twice, which is
+//! harmless. The streak keeps a task that a steal moves once and back from
+//! paying the two `epoll_ctl`s each way.
 
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{ready, Context, Poll};
 
@@ -19,11 +36,22 @@ use super::io::{shutdown_error, Direction, Kind, ReadyEvent, ScheduledIo, Wakeup
 use super::Shared;
 use crate::{context, coop};
 
+/// Polls in a row from one other P after which a source moves to that P's
+/// poller (see the module docs).
+pub(crate) const MOVE_AFTER: u32 = 3;
+
 /// A source's membership in one P's io poller; deregisters on drop.
 pub(crate) struct Registration {
     shared: Arc<Shared>,
-    p: usize,
-    token: usize,
+    /// The P whose poller holds the fd, and its token there. Both change
+    /// only in [`Registration::move_to`], under the owning `PollEvented`'s
+    /// init lock; other readers (the follow check) only take a hint from
+    /// them (Relaxed).
+    p: AtomicUsize,
+    token: AtomicUsize,
+    /// Polls from another P in a row: `(p + 1) << 32 | count`, 0 for none.
+    /// A heuristic only (Relaxed; a lost update delays a move by a poll).
+    streak: AtomicU64,
     fd: RawFd,
     io: Arc<ScheduledIo>,
 }
@@ -53,11 +81,91 @@ impl Registration {
         }
         Ok(Registration {
             shared,
-            p,
-            token,
+            p: AtomicUsize::new(p),
+            token: AtomicUsize::new(token),
+            streak: AtomicU64::new(0),
             fd,
             io,
         })
+    }
+
+    /// Counts a poll from P `here` (the calling thread's) and says whether
+    /// the source should now move there. Inline: one thread-local read and
+    /// one compare on the usual path, where the task runs on the source's P.
+    #[inline]
+    fn polled_from(&self, here: usize) -> bool {
+        if here == self.p.load(Relaxed) {
+            if self.streak.load(Relaxed) != 0 {
+                self.streak.store(0, Relaxed);
+            }
+            return false;
+        }
+        self.polled_away(here)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn polled_away(&self, here: usize) -> bool {
+        let s = self.streak.load(Relaxed);
+        let key = (here as u64 + 1) << 32;
+        let n = if s & !0xffff_ffff == key {
+            (s as u32).saturating_add(1)
+        } else {
+            1
+        };
+        if n < MOVE_AFTER {
+            self.streak.store(key | u64::from(n), Relaxed);
+            return false;
+        }
+        self.streak.store(0, Relaxed);
+        // Only to a P of this source's own runtime (a socket of one
+        // runtime may be polled by a task of another).
+        here < self.shared.ps.len() && crate::context::is_current_shared(&self.shared)
+    }
+
+    /// Moves the fd to P `to`'s poller: added there first (the add reports
+    /// what is ready now), then removed from the old one. Must be called
+    /// under the owning `PollEvented`'s init lock (one mover at a time).
+    /// On any failure the source stays where it was.
+    fn move_to(&self, to: usize, interest: Interest) {
+        let from = self.p.load(Relaxed);
+        if from == to {
+            return;
+        }
+        let shared = &*self.shared;
+        let new = &shared.ps[to];
+        let token = {
+            let mut sources = new.sources.lock().unwrap_or_else(|e| e.into_inner());
+            if shared.is_shutdown() {
+                return;
+            }
+            sources.insert(self.io.clone())
+        };
+        if new
+            .registry
+            .register(&mut SourceFd(&self.fd), Token(token), interest)
+            .is_err()
+        {
+            new.sources
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(token);
+            return;
+        }
+        let old = &shared.ps[from];
+        // The fd is open (its owner holds it), so this cannot hit a
+        // recycled descriptor; a failure leaves a stale entry that reports
+        // into the same ScheduledIo until the fd closes.
+        let _ = old.registry.deregister(&mut SourceFd(&self.fd));
+        let removed = old
+            .sources
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(self.token.load(Relaxed));
+        drop(removed);
+        self.p.store(to, Relaxed);
+        self.token.store(token, Relaxed);
+        new.stats.moves_in.fetch_add(1, Relaxed);
     }
 
     fn poll_ready(&self, cx: &mut Context<'_>, dir: Direction) -> Poll<io::Result<ReadyEvent>> {
@@ -67,7 +175,7 @@ impl Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        let ps = &self.shared.ps[self.p];
+        let ps = &self.shared.ps[*self.p.get_mut()];
         // The fd is still open (the owner drops its socket after this), so
         // this cannot hit a recycled descriptor. Failure (ENOENT after a
         // shutdown race) leaves nothing to undo.
@@ -76,7 +184,7 @@ impl Drop for Registration {
             .sources
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .remove(self.token);
+            .remove(*self.token.get_mut());
         drop(removed);
         // Anyone still waiting (through a clone of a waker) learns the socket
         // is gone instead of hanging.
@@ -124,10 +232,24 @@ impl<S: AsRawFd> PollEvented<S> {
         self.registration().map(drop)
     }
 
+    /// The registration, made on first use, moved to the calling thread's
+    /// P once the source keeps being polled from there (module docs).
+    #[inline]
     fn registration(&self) -> io::Result<&Registration> {
         if let Some(r) = self.reg.get() {
+            if let Some(here) = context::current_p() {
+                if r.polled_from(here) {
+                    let _init = self.init.lock().unwrap_or_else(|e| e.into_inner());
+                    r.move_to(here, self.interest);
+                }
+            }
             return Ok(r);
         }
+        self.register_first()
+    }
+
+    #[cold]
+    fn register_first(&self) -> io::Result<&Registration> {
         // Two tasks may poll a shared socket for the first time at once; the
         // init lock makes exactly one of them register it.
         let _init = self.init.lock().unwrap_or_else(|e| e.into_inner());
