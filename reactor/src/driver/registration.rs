@@ -16,7 +16,8 @@
 //! connection on 2 P's that was 4 `epoll_wait`s per round trip (its own
 //! poller empty, the watch, the other P's poller, then its own again)
 //! against tokio's 2. So once a source has been polled from the same other
-//! P of its runtime [`MOVE_AFTER`] times in a row, it moves there: added to
+//! P of its runtime [`MOVE_AFTER`] times in a row (twice that after each
+//! move it has made: see `Registration::moves`), it moves there: added to
 //! the new poller (whose `EPOLL_CTL_ADD` reports current readiness, so no
 //! edge is lost), then removed from the old one. Events that land on both
 //! in between set readiness on the same [`ScheduledIo`] twice, which is
@@ -25,7 +26,7 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{ready, Context, Poll};
 
@@ -37,8 +38,10 @@ use super::Shared;
 use crate::{context, coop};
 
 /// Polls in a row from one other P after which a source moves to that P's
-/// poller (see the module docs).
+/// poller the first time (see the module docs). Each move doubles it for
+/// that source, up to `MOVE_AFTER << MAX_BACKOFF`.
 pub(crate) const MOVE_AFTER: u32 = 3;
+const MAX_BACKOFF: u32 = 10;
 
 /// A source's membership in one P's io poller; deregisters on drop.
 pub(crate) struct Registration {
@@ -52,6 +55,11 @@ pub(crate) struct Registration {
     /// Polls from another P in a row: `(p + 1) << 32 | count`, 0 for none.
     /// A heuristic only (Relaxed; a lost update delays a move by a poll).
     streak: AtomicU64,
+    /// Moves so far (saturating at `MAX_BACKOFF`): the streak a move needs
+    /// doubles with each, so a task that keeps changing P's (stolen, woken
+    /// by whichever watcher sees its event) stops dragging its socket along
+    /// after a few moves.
+    moves: AtomicU32,
     fd: RawFd,
     io: Arc<ScheduledIo>,
 }
@@ -84,6 +92,7 @@ impl Registration {
             p: AtomicUsize::new(p),
             token: AtomicUsize::new(token),
             streak: AtomicU64::new(0),
+            moves: AtomicU32::new(0),
             fd,
             io,
         })
@@ -113,7 +122,7 @@ impl Registration {
         } else {
             1
         };
-        if n < MOVE_AFTER {
+        if n < MOVE_AFTER << self.moves.load(Relaxed) {
             self.streak.store(key | u64::from(n), Relaxed);
             return false;
         }
@@ -165,6 +174,8 @@ impl Registration {
         drop(removed);
         self.p.store(to, Relaxed);
         self.token.store(token, Relaxed);
+        let moves = self.moves.load(Relaxed);
+        self.moves.store((moves + 1).min(MAX_BACKOFF), Relaxed);
         new.stats.moves_in.fetch_add(1, Relaxed);
     }
 
