@@ -639,8 +639,18 @@ fn a_source_moves_to_the_p_that_keeps_polling_it() {
         1,
         "P 1's poller reported it"
     );
-    let r = Pin::new(&mut a).poll_read(&mut Context::from_waker(&waker), &mut buf);
+    let mut got = [0u8; 8];
+    let r = Pin::new(&mut a).poll_read(&mut Context::from_waker(&waker), &mut got);
     assert!(matches!(r, Poll::Ready(Ok(2))), "{r:?}");
+    // Moving back takes twice the streak: a task that keeps changing P's
+    // stops dragging its socket along.
+    context::set_current_p(Some(0));
+    for _ in 0..5 {
+        poll(&mut a);
+    }
+    assert_eq!(moved(0), 0, "five polls in a row do not move it a second time");
+    poll(&mut a);
+    assert_eq!(moved(0), 1, "the sixth does");
     // Dropping it deregisters it from where it lives now.
     drop(a);
     assert_eq!(reactor.registered_sources(), 0);
