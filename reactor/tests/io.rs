@@ -648,7 +648,11 @@ fn a_source_moves_to_the_p_that_keeps_polling_it() {
     for _ in 0..5 {
         poll(&mut a);
     }
-    assert_eq!(moved(0), 0, "five polls in a row do not move it a second time");
+    assert_eq!(
+        moved(0),
+        0,
+        "five polls in a row do not move it a second time"
+    );
     poll(&mut a);
     assert_eq!(moved(0), 1, "the sixth does");
     // Dropping it deregisters it from where it lives now.

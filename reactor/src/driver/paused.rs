@@ -117,7 +117,7 @@ impl Reactor {
             p.timers.take_expired(now, &mut due);
         }
         // Stable: ties keep P order, and each P's sequence order within it.
-        due.sort_by_key(|(k, _)| k.0);
+        due.sort_by_key(|(k, _)| k.deadline);
         let n = due.len();
         // Outside every lock: a waker may run arbitrary code.
         for (_, w) in due {
