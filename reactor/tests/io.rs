@@ -586,6 +586,24 @@ fn readiness_on_a_busy_p_is_handled_by_the_idle_p() {
     drop(busy.join().unwrap());
 }
 
+/// After a source moved from P 0 to P 1: its pending event is reported by
+/// P 1's poller and no longer by P 0's (the waker counted by `count` fires
+/// once, from P 1's poll).
+fn reported_by_p1_only(d: &mut [numa_rt_reactor::Driver], count: &common::CountWaker) {
+    d[0].poll_now();
+    assert_eq!(
+        count.0.load(Ordering::SeqCst),
+        0,
+        "P 0's poller still has it"
+    );
+    d[1].poll_now();
+    assert_eq!(
+        count.0.load(Ordering::SeqCst),
+        1,
+        "P 1's poller did not report it"
+    );
+}
+
 /// A source follows its task: registered on P 0, then polled from P 1
 /// three times in a row, it moves to P 1's poller (after two it has not),
 /// and its next event arrives there and no longer on P 0. A single poll
@@ -627,18 +645,7 @@ fn a_source_moves_to_the_p_that_keeps_polling_it() {
     );
     assert_eq!(reactor.registered_sources(), 1, "moved, not copied");
     b.write_all(b"hi").unwrap();
-    d[0].poll_now();
-    assert_eq!(
-        count.0.load(Ordering::SeqCst),
-        0,
-        "P 0's poller no longer has it"
-    );
-    d[1].poll_now();
-    assert_eq!(
-        count.0.load(Ordering::SeqCst),
-        1,
-        "P 1's poller reported it"
-    );
+    reported_by_p1_only(&mut d, &count);
     let mut got = [0u8; 8];
     let r = Pin::new(&mut a).poll_read(&mut Context::from_waker(&waker), &mut got);
     assert!(matches!(r, Poll::Ready(Ok(2))), "{r:?}");
@@ -682,17 +689,6 @@ fn a_source_moved_while_ready_reports_on_its_new_p() {
         assert!(poll(&mut a).is_pending(), "nobody drained a poller yet");
     }
     assert_eq!(reactor.driver_stats(1).sources_moved_in, 1);
-    d[0].poll_now();
-    assert_eq!(
-        count.0.load(Ordering::SeqCst),
-        0,
-        "P 0's poller lost its copy"
-    );
-    d[1].poll_now();
-    assert_eq!(
-        count.0.load(Ordering::SeqCst),
-        1,
-        "P 1's poller reported it"
-    );
+    reported_by_p1_only(&mut d, &count);
     assert!(matches!(poll(&mut a), Poll::Ready(Ok(1))));
 }

@@ -179,14 +179,17 @@ impl Timers {
         debug_assert!(r.is_ok(), "timerfd_settime: {r:?}");
     }
 
-    /// Adds a timer; `None` if the runtime has shut down.
+    /// Adds a timer; `None` if the runtime has shut down. `now` (the
+    /// caller's clock reading, one it made anyway) only decides whether the
+    /// timer is far: a stale one at worst arms the timerfd early for a
+    /// promotion.
     pub(crate) fn insert(
         &self,
         deadline: Instant,
+        now: Instant,
         waker: Waker,
         clock: &Clock,
     ) -> Option<TimerKey> {
-        let now = clock.now();
         let mut set = self.lock();
         if set.shutdown {
             return None;
@@ -385,7 +388,12 @@ mod tests {
         let (t, clock, _, waker) = setup();
         let now = clock.now();
         let k = t
-            .insert(now + Duration::from_secs(30), waker.clone(), &clock)
+            .insert(
+                now + Duration::from_secs(30),
+                clock.now(),
+                waker.clone(),
+                &clock,
+            )
             .unwrap();
         assert_ne!(k.slot, NEAR, "30 s ahead is far");
         let near = t.lock().map.len();
@@ -394,7 +402,7 @@ mod tests {
         assert_eq!(t.len(), 0);
         assert_eq!(t.lock().far_min, None);
         let k2 = t
-            .insert(now + Duration::from_secs(31), waker, &clock)
+            .insert(now + Duration::from_secs(31), clock.now(), waker, &clock)
             .unwrap();
         assert_eq!(k2.slot, k.slot, "the slot is reused");
         // The old key no longer names anything (another sequence number).
@@ -409,10 +417,20 @@ mod tests {
         let (t, clock, count, waker) = setup();
         let now = clock.now();
         let far = t
-            .insert(now + Duration::from_secs(10), waker.clone(), &clock)
+            .insert(
+                now + Duration::from_secs(10),
+                clock.now(),
+                waker.clone(),
+                &clock,
+            )
             .unwrap();
         let near = t
-            .insert(now + Duration::from_millis(100), waker.clone(), &clock)
+            .insert(
+                now + Duration::from_millis(100),
+                clock.now(),
+                waker.clone(),
+                &clock,
+            )
             .unwrap();
         assert_eq!(near.slot, NEAR);
         assert_eq!(t.next_deadline(), Some(now + Duration::from_millis(100)));
@@ -461,8 +479,13 @@ mod tests {
         }
         for i in (0..20).rev() {
             let w = Waker::from(Arc::new(Rec(i, order.clone())));
-            t.insert(now + Duration::from_secs(3 + i as u64), w, &clock)
-                .unwrap();
+            t.insert(
+                now + Duration::from_secs(3 + i as u64),
+                clock.now(),
+                w,
+                &clock,
+            )
+            .unwrap();
         }
         assert_eq!(t.lock().far_len, 20);
         for _ in 0..50 {
@@ -485,9 +508,14 @@ mod tests {
     fn shutdown_wakes_far_timers() {
         let (t, clock, count, waker) = setup();
         let now = clock.now();
-        t.insert(now + Duration::from_secs(60), waker.clone(), &clock)
-            .unwrap();
-        t.insert(now + Duration::from_millis(1), waker, &clock)
+        t.insert(
+            now + Duration::from_secs(60),
+            clock.now(),
+            waker.clone(),
+            &clock,
+        )
+        .unwrap();
+        t.insert(now + Duration::from_millis(1), clock.now(), waker, &clock)
             .unwrap();
         t.shutdown();
         assert_eq!(count.0.load(Ordering::SeqCst), 2);

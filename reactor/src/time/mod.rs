@@ -234,7 +234,8 @@ impl Sleep {
         if use_budget {
             ready!(coop::poll_proceed(cx));
         }
-        if self.now() >= self.deadline {
+        let now = self.now();
+        if now >= self.deadline {
             self.cancel();
             return Poll::Ready(());
         }
@@ -252,10 +253,12 @@ impl Sleep {
             },
             None => {
                 let (shared, p) = context::with_current(|r| (r.shared.clone(), r.pick_p()));
-                match shared.ps[p]
-                    .timers
-                    .insert(self.deadline, cx.waker().clone(), &shared.clock)
-                {
+                match shared.ps[p].timers.insert(
+                    self.deadline,
+                    now,
+                    cx.waker().clone(),
+                    &shared.clock,
+                ) {
                     Some(key) => {
                         self.entry = Some(Entry { shared, p, key });
                         Poll::Pending
