@@ -96,6 +96,57 @@ pub(crate) fn epoll_wait(
     }
 }
 
+/// Waits on the epoll `epoll` (a raw descriptor the caller keeps open) for
+/// up to `timeout`, filling `buf` from the front; returns how many entries
+/// are filled. `EINTR` counts as a timeout with no events.
+pub(crate) fn epoll_wait_events(
+    epoll: RawFd,
+    buf: &mut [libc::epoll_event],
+    timeout: Option<Duration>,
+) -> io::Result<usize> {
+    let ms: libc::c_int = match timeout {
+        None => -1,
+        // Round up so a park never returns before its deadline.
+        Some(d) => {
+            let ms = d.as_nanos().div_ceil(1_000_000);
+            ms.min(libc::c_int::MAX as u128) as libc::c_int
+        }
+    };
+    let len = buf.len().min(libc::c_int::MAX as usize) as libc::c_int;
+    // SAFETY: `buf` is a writable array of `len` epoll_events that outlives
+    // the call; the kernel writes at most `len` entries. The caller keeps
+    // `epoll` open for the call.
+    let n = unsafe { libc::epoll_wait(epoll, buf.as_mut_ptr(), len, ms) };
+    match cvt(n) {
+        Ok(n) => Ok(n as usize),
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(0),
+        Err(e) => Err(e),
+    }
+}
+
+/// Adds the epoll `inner` to the epoll `outer`, level-triggered, tagged
+/// `data`. Adding an epoll to an epoll runs the kernel's loop check (under
+/// a global mutex): for rare moves only (see the driver's "hosting").
+pub(crate) fn epoll_nest(outer: RawFd, inner: RawFd, data: u64) -> io::Result<()> {
+    let mut ev = libc::epoll_event {
+        events: libc::EPOLLIN as u32,
+        u64: data,
+    };
+    // SAFETY: the caller keeps both descriptors open for the call; `ev` is
+    // a valid epoll_event that the kernel only reads.
+    cvt(unsafe { libc::epoll_ctl(outer, libc::EPOLL_CTL_ADD, inner, &mut ev) })?;
+    Ok(())
+}
+
+/// Removes `inner` from the epoll `outer`.
+pub(crate) fn epoll_unnest(outer: RawFd, inner: RawFd) -> io::Result<()> {
+    let mut ev = libc::epoll_event { events: 0, u64: 0 };
+    // SAFETY: the caller keeps both descriptors open for the call; the
+    // kernel ignores `ev` for a delete (non-null for pre-2.6.9 kernels).
+    cvt(unsafe { libc::epoll_ctl(outer, libc::EPOLL_CTL_DEL, inner, &mut ev) })?;
+    Ok(())
+}
+
 /// A new nonblocking eventfd with a zero counter.
 pub(crate) fn eventfd() -> io::Result<OwnedFd> {
     // SAFETY: eventfd takes no pointers.

@@ -692,3 +692,164 @@ fn a_source_moved_while_ready_reports_on_its_new_p() {
     reported_by_p1_only(&mut d, &count);
     assert!(matches!(poll(&mut a), Poll::Ready(Ok(1))));
 }
+
+/// One round trip of "an event on P 0's own poller wakes P 0's parked M":
+/// writes a byte to `b`, parks P 0 until `a`'s waker has fired, reads the
+/// byte back and leaves `a` waiting again.
+fn own_event_round(
+    d0: &mut numa_rt_reactor::Driver,
+    a: &mut UnixStream,
+    b: &mut std::os::unix::net::UnixStream,
+    count: &common::CountWaker,
+    waker: &std::task::Waker,
+) {
+    let before = count.0.load(Ordering::SeqCst);
+    b.write_all(b"x").unwrap();
+    for _ in 0..10 {
+        if count.0.load(Ordering::SeqCst) > before {
+            break;
+        }
+        d0.park(Some(Duration::from_secs(1)));
+    }
+    assert!(
+        count.0.load(Ordering::SeqCst) > before,
+        "P 0's park did not fire its own source"
+    );
+    let mut buf = [0u8; 8];
+    let mut cx = Context::from_waker(waker);
+    assert!(matches!(
+        Pin::new(&mut *a).poll_read(&mut cx, &mut buf),
+        Poll::Ready(Ok(1))
+    ));
+    assert!(Pin::new(&mut *a).poll_read(&mut cx, &mut buf).is_pending());
+}
+
+/// Hosting: a watcher whose wake-ups keep coming from its own P's poller
+/// takes the node's watch epoll into that poller (and then blocks on it:
+/// one `epoll_wait` per event). While hosting it still sees, through the
+/// watch, another P's socket, its own timer and its own unpark; and an M
+/// that parks while the host runs takes the role and the watch back, so
+/// the host's poller is watched again.
+#[test]
+fn a_holder_hosts_the_watch_and_still_sees_the_whole_node() {
+    let (reactor, mut d, _g) = setup(2);
+    let mut d1 = d.pop().unwrap();
+    let mut d0 = d.pop().unwrap();
+    context::set_current_p(Some(0));
+    let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+    let mut a = UnixStream::from_std(a).unwrap();
+    let (count, waker) = count_waker();
+    let mut buf = [0u8; 8];
+    assert!(Pin::new(&mut a)
+        .poll_read(&mut Context::from_waker(&waker), &mut buf)
+        .is_pending());
+    let hostings = |p| reactor.driver_stats(p).watch_hostings;
+    for _ in 0..3 {
+        own_event_round(&mut d0, &mut a, &mut b, &count, &waker);
+    }
+    assert_eq!(hostings(0), 0, "three own events are not yet a pattern");
+    for _ in 0..3 {
+        own_event_round(&mut d0, &mut a, &mut b, &count, &waker);
+    }
+    assert_eq!(hostings(0), 1, "P 0's poller hosts the watch");
+    assert_eq!(reactor.watcher(0), Some(0));
+
+    // Another P's socket, seen through the hosted watch.
+    context::set_current_p(Some(1));
+    let (c, mut e) = std::os::unix::net::UnixStream::pair().unwrap();
+    let mut c = UnixStream::from_std(c).unwrap();
+    let (count1, waker1) = count_waker();
+    assert!(Pin::new(&mut c)
+        .poll_read(&mut Context::from_waker(&waker1), &mut buf)
+        .is_pending());
+    context::set_current_p(Some(0));
+    let helps = reactor.driver_stats(0).helps;
+    e.write_all(b"y").unwrap();
+    for _ in 0..10 {
+        if count1.0.load(Ordering::SeqCst) > 0 {
+            break;
+        }
+        d0.park(Some(Duration::from_secs(1)));
+    }
+    assert_eq!(count1.0.load(Ordering::SeqCst), 1, "P 1's event was missed");
+    assert_eq!(reactor.driver_stats(0).helps, helps + 1);
+
+    // Its own timer and its own unpark (both go through the hosted
+    // poller: the timerfd directly, the eventfd through the watch). The
+    // foreign event above cost two points of the score: earn them back.
+    for _ in 0..3 {
+        own_event_round(&mut d0, &mut a, &mut b, &count, &waker);
+    }
+    let (tcount, twaker) = count_waker();
+    let mut sleep = Box::pin(time::sleep(Duration::from_millis(5)));
+    assert!(sleep
+        .as_mut()
+        .poll(&mut Context::from_waker(&twaker))
+        .is_pending());
+    for _ in 0..100 {
+        if tcount.0.load(Ordering::SeqCst) > 0 {
+            break;
+        }
+        d0.park(Some(Duration::from_secs(1)));
+    }
+    assert_eq!(tcount.0.load(Ordering::SeqCst), 1, "the timer did not fire");
+    let u = d0.unparker();
+    let t = std::thread::spawn(move || u.unpark());
+    d0.park(None); // returns once the other thread unparks
+    t.join().unwrap();
+    assert_eq!(hostings(0), 1, "P 0 kept hosting throughout");
+
+    // P 0 "runs" (not parked); P 1 parks and takes the role: P 0's poller
+    // rejoins the watch, and P 1 sees P 0's socket.
+    let before = count.0.load(Ordering::SeqCst);
+    d1.park(Some(Duration::from_millis(1)));
+    assert_eq!(reactor.watcher(0), Some(1), "P 1 took the role");
+    b.write_all(b"z").unwrap();
+    for _ in 0..10 {
+        if count.0.load(Ordering::SeqCst) > before {
+            break;
+        }
+        d1.park(Some(Duration::from_secs(1)));
+    }
+    assert_eq!(
+        count.0.load(Ordering::SeqCst),
+        before + 1,
+        "P 1 missed P 0's event after taking the role"
+    );
+}
+
+/// A reactor of one P: its M hosts the watch after a few events, and keeps
+/// serving its sockets, timers and unparks.
+#[test]
+fn a_single_p_hosts_the_watch() {
+    let (reactor, mut d, _g) = setup(1);
+    let mut d0 = d.pop().unwrap();
+    let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+    let mut a = UnixStream::from_std(a).unwrap();
+    let (count, waker) = count_waker();
+    let mut buf = [0u8; 8];
+    assert!(Pin::new(&mut a)
+        .poll_read(&mut Context::from_waker(&waker), &mut buf)
+        .is_pending());
+    for _ in 0..8 {
+        own_event_round(&mut d0, &mut a, &mut b, &count, &waker);
+    }
+    assert_eq!(reactor.driver_stats(0).watch_hostings, 1);
+    let (tcount, twaker) = count_waker();
+    let mut sleep = Box::pin(time::sleep(Duration::from_millis(5)));
+    assert!(sleep
+        .as_mut()
+        .poll(&mut Context::from_waker(&twaker))
+        .is_pending());
+    for _ in 0..100 {
+        if tcount.0.load(Ordering::SeqCst) > 0 {
+            break;
+        }
+        d0.park(Some(Duration::from_secs(1)));
+    }
+    assert_eq!(tcount.0.load(Ordering::SeqCst), 1, "the timer did not fire");
+    let u = d0.unparker();
+    let t = std::thread::spawn(move || u.unpark());
+    d0.park(None);
+    t.join().unwrap();
+}

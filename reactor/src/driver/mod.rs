@@ -34,8 +34,37 @@
 //! loom models). The direct wait saves one `epoll_wait` per event: two (the
 //! watch, the ready poller) instead of three.
 //!
+//! ## Hosting
+//! Through the watch, an event on the holder's *own* P still costs two
+//! `epoll_wait`s: the watch says which poller is ready, the poller says what.
+//! At light load that is nearly every event, since sources follow their tasks
+//! ([`registration`]) to the P of the M that runs them, the holder's. So a
+//! holder whose recent wake-ups came from its own poller alone (a score: up
+//! one per such wake-up, down two per wake-up that drained another P's; host
+//! at 4, give back at 0) **hosts** the watch: its poller leaves the watch
+//! (`EPOLL_CTL_DEL`) and takes the watch in (`EPOLL_CTL_ADD`, tagged
+//! [`WATCH_IN_IO`]); the holder then blocks on its own poller, where its own
+//! events arrive in one `epoll_wait` and the rest of the node (other pollers,
+//! its own unpark eventfd) arrives through the nested watch, as before plus
+//! one wait. The order matters: the kernel refuses the add while the poller
+//! is still inside the watch (a loop).
+//!
+//! The invariant: a hosted poller belongs to the role holder. Every move of
+//! the role first gives the watch back (`WatchOps::disarm`, under the role
+//! lock: delete, then re-add the poller to the watch), so whoever watches
+//! next sees that poller again; a parked holder is never unhosted under it
+//! (nobody takes the role from a parked holder). A hosting holder that runs
+//! tasks is not parked: the next M of the node to park takes the role and
+//! the watch back, and the monitor gives the watch back for it after a whole
+//! tick out of its park, so its rescue sees that poller's events the tick
+//! after. Moving the watch runs the kernel's epoll loop check (the reason the
+//! role itself moves by `EPOLL_CTL_MOD` only): hosting changes only when the
+//! score crosses its bounds or the role moves, rarely at light load, where it
+//! pays (one echo or HTTP connection: 2.1 → 1.1 `epoll_wait`s per request).
+//!
 //! Nesting is two levels (park epoll → watch epoll → io epolls, which hold
-//! sockets and timerfds), with no cycle, below the kernel's limit of 4. A
+//! sockets and timerfds; or the host's io epoll → watch epoll → the other
+//! io epolls), with no cycle, below the kernel's limit of 4. A
 //! park epoll holds at most two entries and a watch epoll at most two per P
 //! of its node, so building the drivers is linear in the P count.
 //!
@@ -120,7 +149,7 @@ use std::sync::{Arc, Mutex, TryLockError};
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
-use mio::{Events, Interest, Poll, Registry, Token};
+use mio::{Interest, Poll, Registry, Token};
 
 use self::io::{Slab, Wakeups};
 use self::timers::Timers;
@@ -130,6 +159,9 @@ use crate::time::clock::Clock;
 
 /// The mio token of each P's timerfd (slab tokens never reach it).
 const TIMER_TOKEN: Token = Token(usize::MAX);
+/// In a P's io poller, the tag of its node's watch epoll while that P
+/// hosts it (see "Hosting" in the module docs; slab tokens never reach it).
+const WATCH_IN_IO: u64 = u64::MAX - 1;
 /// The park epoll tag of the unpark eventfd (P tags are P indexes).
 const UNPARK_TAG: u64 = u64::MAX;
 /// The park epoll tag of the node's watch epoll (held by the watcher only).
@@ -170,13 +202,22 @@ impl Drop for Shared {
 }
 
 struct IoPoller {
-    poll: Poll,
-    events: Events,
+    /// Owns the epoll (`PState::io_fd`); its registry clone registers.
+    _poll: Poll,
+    events: Vec<libc::epoll_event>,
 }
 
 /// Everything one P owns.
 pub(crate) struct PState {
     io: Mutex<IoPoller>,
+    /// The io poller's epoll, owned by `io`'s `Poll` (which lives as long
+    /// as this `PState`): waited on without the lock by a hosting watcher.
+    io_fd: std::os::fd::RawFd,
+    /// This P's io poller holds the node's watch epoll instead of being
+    /// held by it ("Hosting" in the module docs). Written under the node's
+    /// role lock; read by its own M after `Role::on_park` made it the
+    /// parked holder (nobody changes it then), and by the monitor.
+    hosted: AtomicBool,
     pub(crate) registry: Registry,
     pub(crate) sources: Mutex<Slab>,
     pub(crate) timers: Timers,
@@ -217,6 +258,9 @@ struct Stats {
     /// Sources moved to this P's poller because their task runs here (see
     /// `registration`, "A source follows its task").
     pub(crate) moves_in: AtomicU64,
+    /// Times this P's io poller took its node's watch epoll in (see
+    /// "Hosting" in the module docs).
+    hostings: AtomicU64,
 }
 
 /// The executor's part of the monitor thread (Go's sysmon): called at every
@@ -244,12 +288,20 @@ pub struct DriverStats {
     /// Sources moved into this P's poller from another P's because the task
     /// using them kept running here (see the reactor's registration docs).
     pub sources_moved_in: u64,
+    /// Times this P's io poller took its node's watch epoll in, so that its
+    /// M, holding the watcher role, blocks on its own poller (one
+    /// `epoll_wait` per event on it instead of two; see the reactor's
+    /// driver docs, "Hosting").
+    pub watch_hostings: u64,
 }
 
 /// The role protocol's view of one node's P's (see [`watch::WatchOps`]).
 struct Ops<'a> {
     shared: &'a Shared,
     watch: &'a NodeWatch,
+    /// Whether the M arming itself direct wants its P to host the watch
+    /// (only `arm(me, true)` from its own park reads it).
+    host: bool,
 }
 
 /// P `p`'s unpark eventfd is switched on in the watch epoll (`PState::armed`).
@@ -274,22 +326,70 @@ impl Ops<'_> {
     }
 }
 
+impl Ops<'_> {
+    /// Moves the watch epoll into P `p`'s io poller: out of the watch
+    /// first (the kernel refuses a loop), then in. Under the role lock, for
+    /// the holder. On failure everything is as it was.
+    fn host(&self, p: usize) -> std::io::Result<()> {
+        let ps = &self.shared.ps[p];
+        let watch = self.watch.epoll.as_raw_fd();
+        sys::epoll_unnest(watch, ps.io_fd)?;
+        if let Err(e) = sys::epoll_nest(ps.io_fd, watch, WATCH_IN_IO) {
+            self.rejoin(p);
+            return Err(e);
+        }
+        // Relaxed: under the role lock (see `PState::hosted`).
+        ps.hosted.store(true, Ordering::Relaxed);
+        ps.stats.hostings.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Puts P `p`'s io poller back into the watch (it no longer holds it).
+    fn rejoin(&self, p: usize) -> bool {
+        let ps = &self.shared.ps[p];
+        match sys::epoll_nest(self.watch.epoll.as_raw_fd(), ps.io_fd, p as u64) {
+            Ok(()) => true,
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => true,
+            Err(e) => {
+                // Only ENOMEM/ENOSPC: the watcher cannot see this poller
+                // until a later unhost succeeds; the monitor polls it every
+                // 10 ms meanwhile (`monitor::poll_unwatched`).
+                eprintln!(
+                    "numa_rt: P{p}'s io poller could not rejoin its node's watch ({e}); \
+                     its events are polled by the monitor until it does"
+                );
+                false
+            }
+        }
+    }
+}
+
 impl WatchOps for Ops<'_> {
     fn arm(&self, p: usize, direct: bool) -> std::io::Result<()> {
         let ps = &self.shared.ps[p];
         let bit = if direct { ARMED_DIRECT } else { ARMED_NESTED };
         // Relaxed: only read and written under the role lock.
         let armed = ps.armed.load(Ordering::Relaxed);
-        if armed & bit != 0 {
-            return Ok(());
+        if armed & bit == 0 {
+            let r = self.set(p, bit, true);
+            debug_assert!(r.is_ok(), "arming the watch for P{p}: {r:?}");
+            r?;
+            ps.armed.store(armed | bit, Ordering::Relaxed);
         }
-        let r = self.set(p, bit, true);
-        debug_assert!(r.is_ok(), "arming the watch for P{p}: {r:?}");
-        r?;
-        ps.armed.store(armed | bit, Ordering::Relaxed);
+        if direct {
+            // Relaxed: as above.
+            let hosted = ps.hosted.load(Ordering::Relaxed);
+            if self.host && !hosted {
+                // Best effort: not hosting is correct, one wait slower.
+                let _ = self.host(p);
+            } else if !self.host && hosted {
+                self.unhost(p);
+            }
+        }
         Ok(())
     }
     fn disarm(&self, p: usize) {
+        self.unhost(p);
         let ps = &self.shared.ps[p];
         // Relaxed: as in `arm`.
         let armed = ps.armed.load(Ordering::Relaxed);
@@ -306,6 +406,30 @@ impl WatchOps for Ops<'_> {
             }
         }
         ps.armed.store(left, Ordering::Relaxed);
+    }
+    fn unhost(&self, p: usize) {
+        let ps = &self.shared.ps[p];
+        // Relaxed: under the role lock (see `PState::hosted`).
+        if !ps.hosted.load(Ordering::Relaxed) {
+            return;
+        }
+        let watch = self.watch.epoll.as_raw_fd();
+        match sys::epoll_unnest(ps.io_fd, watch) {
+            Ok(()) => {}
+            // A previous attempt got this far.
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+            Err(e) => {
+                debug_assert!(false, "taking the watch out of P{p}'s poller: {e}");
+                return;
+            }
+        }
+        if self.rejoin(p) {
+            ps.hosted.store(false, Ordering::Relaxed);
+        } else {
+            // Keep hosting rather than leave the poller in neither; `hosted`
+            // stays set, so the next unhost tries again.
+            let _ = sys::epoll_nest(ps.io_fd, watch, WATCH_IN_IO);
+        }
     }
     fn is_parked(&self, p: usize) -> bool {
         // SeqCst pairs with the stores around the owner's epoll_wait; read
@@ -398,11 +522,14 @@ impl Reactor {
                 sys::epoll_add_level(&watch.epoll, unpark.as_raw_fd(), tag)?;
                 sys::epoll_set_level(&watch.epoll, unpark.as_raw_fd(), tag, false)?;
             }
+            let io_fd = poll.as_raw_fd();
             ps.push(PState {
                 io: Mutex::new(IoPoller {
-                    poll,
-                    events: Events::with_capacity(EVENTS_PER_DRAIN),
+                    _poll: poll,
+                    events: vec![libc::epoll_event { events: 0, u64: 0 }; EVENTS_PER_DRAIN],
                 }),
+                io_fd,
+                hosted: AtomicBool::new(false),
                 registry,
                 sources: Mutex::new(Slab::default()),
                 timers: Timers::new(timerfd),
@@ -450,6 +577,8 @@ impl Reactor {
             // Every poller of the node and the watcher's own eventfd.
             watch_buf: vec![empty; node_procs + 1],
             watch_tags: Vec::with_capacity(node_procs),
+            io_buf: vec![empty; EVENTS_PER_DRAIN],
+            host_score: 0,
             wakeups: Wakeups::default(),
             timer_wakers: Vec::new(),
         }
@@ -494,6 +623,7 @@ impl Reactor {
             helps: st.helps.load(Ordering::Relaxed),
             watch_handoffs: st.handoffs.load(Ordering::Relaxed),
             sources_moved_in: st.moves_in.load(Ordering::Relaxed),
+            watch_hostings: st.hostings.load(Ordering::Relaxed),
         }
     }
 
@@ -596,54 +726,95 @@ impl PState {
     /// Polls the io poller (whose lock is held) without blocking and collects
     /// wakers; returns whether the timerfd fired.
     fn drain(&self, mut io: std::sync::MutexGuard<'_, IoPoller>, out: &mut Wakeups) -> bool {
-        let IoPoller { poll, events } = &mut *io;
-        if let Err(e) = poll.poll(events, Some(Duration::ZERO)) {
-            // EINTR: nothing lost, the events stay queued for the next drain.
-            debug_assert_eq!(e.kind(), std::io::ErrorKind::Interrupted, "epoll_wait: {e}");
-            return false;
+        let n = match sys::epoll_wait_events(self.io_fd, &mut io.events, Some(Duration::ZERO)) {
+            Ok(n) => n,
+            Err(e) => {
+                // Only EBADF/EINVAL, which would be a bug of ours.
+                debug_assert!(false, "epoll_wait(io): {e}");
+                return false;
+            }
+        };
+        self.count_drain();
+        let found = self.dispatch(&io.events[..n], out);
+        drop(io);
+        if found.timer {
+            sys::drain_counter(self.timers.timerfd());
         }
-        // Under the poller's lock, so a plain load and store (no RMW).
+        found.timer
+    }
+
+    /// Counts a drain of the io poller (the monitor's "nobody looked").
+    /// Called under the poller's lock, so a plain load and store (no RMW).
+    fn count_drain(&self) {
         let drains = &self.stats.drains;
         drains.store(
             drains.load(Ordering::Relaxed).wrapping_add(1),
             Ordering::Relaxed,
         );
-        let mut timer = false;
-        let sources = self.sources.lock().unwrap_or_else(|e| e.into_inner());
-        for ev in events.iter() {
-            if ev.token() == TIMER_TOKEN {
-                timer = true;
-                continue;
-            }
-            let Some(sio) = sources.get(ev.token().0) else {
-                continue;
-            };
-            let mut bits = 0;
-            if ev.is_readable() {
-                bits |= io::READABLE;
-            }
-            if ev.is_writable() {
-                bits |= io::WRITABLE;
-            }
-            if ev.is_read_closed() {
-                bits |= io::READ_CLOSED;
-            }
-            if ev.is_write_closed() {
-                bits |= io::WRITE_CLOSED;
-            }
-            if ev.is_error() {
-                // Let both directions retry: the operation reports the error.
-                bits |= io::READABLE | io::WRITABLE;
-            }
-            sio.set_readiness(bits, out);
-        }
-        drop(sources);
-        drop(io);
-        if timer {
-            sys::drain_counter(self.timers.timerfd());
-        }
-        timer
     }
+
+    /// Hands the readiness in `events` (taken from this P's io poller) to
+    /// the sources, collecting their wakers; says what else was there.
+    fn dispatch(&self, events: &[libc::epoll_event], out: &mut Wakeups) -> Found {
+        let mut found = Found::default();
+        if events.is_empty() {
+            return found;
+        }
+        let sources = self.sources.lock().unwrap_or_else(|e| e.into_inner());
+        for ev in events {
+            // Copies out of the (packed) struct.
+            let (tag, flags) = (ev.u64, ev.events);
+            if tag == TIMER_TOKEN.0 as u64 {
+                found.timer = true;
+            } else if tag == WATCH_IN_IO {
+                found.watch = true;
+            } else if let Some(sio) = sources.get(tag as usize) {
+                found.io = true;
+                sio.set_readiness(readiness(flags), out);
+            }
+        }
+        found
+    }
+}
+
+/// What one look at an io poller found besides readiness for its sources.
+#[derive(Default)]
+struct Found {
+    /// The P's timerfd fired.
+    timer: bool,
+    /// The node's watch epoll is ready (the P hosts it).
+    watch: bool,
+    /// At least one source of the P got readiness.
+    io: bool,
+}
+
+/// The readiness bits of an epoll event's flags, read as mio reads them
+/// (mio registers the sources, edge-triggered, with `EPOLLRDHUP`).
+fn readiness(flags: u32) -> usize {
+    let f = flags as libc::c_int;
+    let mut bits = 0;
+    if f & (libc::EPOLLIN | libc::EPOLLPRI) != 0 {
+        bits |= io::READABLE;
+    }
+    if f & libc::EPOLLOUT != 0 {
+        bits |= io::WRITABLE;
+    }
+    // Both halves closed, or a FIN received (shutdown(SHUT_RD) included).
+    if f & libc::EPOLLHUP != 0 || (f & libc::EPOLLIN != 0 && f & libc::EPOLLRDHUP != 0) {
+        bits |= io::READ_CLOSED;
+    }
+    // Both halves closed, or a pipe's read end gone.
+    if f & libc::EPOLLHUP != 0
+        || (f & libc::EPOLLOUT != 0 && f & libc::EPOLLERR != 0)
+        || f == libc::EPOLLERR
+    {
+        bits |= io::WRITE_CLOSED;
+    }
+    if f & libc::EPOLLERR != 0 {
+        // Let both directions retry: the operation reports the error.
+        bits |= io::READABLE | io::WRITABLE;
+    }
+    bits
 }
 
 /// One P's poller and timers. Owned by whichever M holds the P.
@@ -655,9 +826,20 @@ pub struct Driver {
     /// The watcher's buffers for reading which pollers of the node are ready.
     watch_buf: Vec<libc::epoll_event>,
     watch_tags: Vec<u64>,
+    /// The hosting holder's buffer for its own poller's events.
+    io_buf: Vec<libc::epoll_event>,
+    /// How strongly this M's recent wake-ups as the holder were for its
+    /// own P's poller alone (up one per such wake-up, down two per wake-up
+    /// that drained another P's): decides hosting ("Hosting").
+    host_score: u8,
     wakeups: Wakeups,
     timer_wakers: Vec<Waker>,
 }
+
+/// `Driver::host_score` at which a holder takes the watch into its own
+/// poller, and its ceiling; it gives the watch back once the score is 0.
+const HOST_AT: u8 = 4;
+const HOST_SCORE_MAX: u8 = 8;
 
 /// Wakes the M parked in a [`Driver`]; cheap to clone, usable from any thread.
 #[derive(Clone)]
@@ -704,12 +886,16 @@ impl Driver {
         let shared = self.shared.clone();
         let me = &shared.ps[self.index];
         let watch = &shared.nodes[me.node];
-        let ops = Ops {
-            shared: &shared,
-            watch,
-        };
         let mut unparked = false;
         loop {
+            // Whether this M, if it holds the role as it blocks, wants its
+            // own poller to host the watch ("Hosting" in the module docs).
+            let ops = Ops {
+                shared: &shared,
+                watch,
+                host: self.host_score >= HOST_AT
+                    || (self.host_score > 0 && me.hosted.load(Ordering::Relaxed)),
+            };
             let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
             // SeqCst (both stores and the loads in `Ops::is_parked`): an M
             // that reads `true` under the role lock knows this M is in, or
@@ -721,7 +907,30 @@ impl Driver {
             // through its park epoll. Nobody takes the role from a parked
             // holder, so it holds it until this wait returns.
             let direct = watch.role.on_park(self.index, &ops);
-            let waited = if direct {
+            // Relaxed: written under the role lock, which `on_park` just
+            // took; nobody else changes it while this M is the parked holder.
+            let hosted = direct && me.hosted.load(Ordering::Relaxed);
+            let mut own = false;
+            let waited = if hosted {
+                // Its own poller, which holds the watch: an event on its own
+                // P costs this one wait.
+                self.tags.clear();
+                let r = sys::epoll_wait_events(me.io_fd, &mut self.io_buf, remaining);
+                if let Ok(n @ 1..) = r {
+                    let io = me.io.lock().unwrap_or_else(|e| e.into_inner());
+                    me.count_drain();
+                    let found = me.dispatch(&self.io_buf[..n], &mut self.wakeups);
+                    drop(io);
+                    if found.timer {
+                        sys::drain_counter(me.timers.timerfd());
+                    }
+                    own = found.timer || found.io;
+                    if found.watch {
+                        self.tags.push(WATCH_TAG);
+                    }
+                }
+                r.map(drop)
+            } else if direct {
                 sys::epoll_wait(&watch.epoll, &mut self.watch_buf, remaining, &mut self.tags)
             } else {
                 sys::epoll_wait(&me.park, &mut self.buf, remaining, &mut self.tags)
@@ -733,7 +942,8 @@ impl Driver {
                 break;
             }
             let mut round = Round {
-                progressed: waited.is_err() || self.tags.is_empty(),
+                progressed: waited.is_err() || self.tags.is_empty() || own,
+                own,
                 ..Round::default()
             };
             let tags = std::mem::take(&mut self.tags);
@@ -741,6 +951,15 @@ impl Driver {
                 self.on_tag(tag, watch, &mut round);
             }
             self.tags = tags;
+            if direct {
+                self.host_score = if round.foreign {
+                    self.host_score.saturating_sub(2)
+                } else if round.own {
+                    (self.host_score + 1).min(HOST_SCORE_MAX)
+                } else {
+                    self.host_score
+                };
+            }
             unparked |= round.unparked;
             self.fire_own();
             if round.progressed || deadline.is_some_and(|d| Instant::now() >= d) {
@@ -755,6 +974,11 @@ impl Driver {
         // Unparked for new work: this M may stay busy, so the role goes to
         // a parked M if there is one. Woken by I/O: it keeps the role (see
         // `watch`).
+        let ops = Ops {
+            shared: &shared,
+            watch,
+            host: false,
+        };
         if watch.role.on_leave(self.index, unparked, &ops) {
             me.stats.handoffs.fetch_add(1, Ordering::Relaxed);
         }
@@ -816,6 +1040,9 @@ impl Driver {
                 Help::Drained => {
                     if p != self.index {
                         me.stats.helps.fetch_add(1, Ordering::Relaxed);
+                        round.foreign = true;
+                    } else {
+                        round.own = true;
                     }
                     round.progressed = true;
                 }
@@ -834,6 +1061,10 @@ struct Round {
     progressed: bool,
     /// A ready poller was being drained by another M.
     contended: bool,
+    /// This P's own poller had events (timers included).
+    own: bool,
+    /// Another P's poller was drained.
+    foreign: bool,
 }
 
 /// Polls `other`'s io poller on behalf of its M (busy, or asleep on its

@@ -261,11 +261,28 @@ impl Monitor {
                 let now = out.map(|h| (h, sh.ps[h].stats.wakeups.load(Relaxed)));
                 match now {
                     Some((h, _)) if now == seen[n] => {
+                        // Relaxed: a hint; `release_host` decides under the
+                        // role lock.
+                        if sh.ps[h].hosted.load(Relaxed) {
+                            // Its own poller is not in the watch: put it
+                            // back, and judge at the next tick.
+                            let ops = Ops {
+                                shared: &sh,
+                                watch,
+                                host: false,
+                            };
+                            watch.role.release_host(h, &ops);
+                            continue;
+                        }
                         if !ready.stale(watch, &last_drains, &drains) {
                             // Out for a whole tick, but nothing waits on it.
                             continue;
                         }
-                        let ops = Ops { shared: &sh, watch };
+                        let ops = Ops {
+                            shared: &sh,
+                            watch,
+                            host: false,
+                        };
                         if watch.role.rescue(h, &ops) {
                             moved = true;
                             sh.ps[h].stats.handoffs.fetch_add(1, Relaxed);
@@ -352,10 +369,12 @@ fn poll_unwatched(sh: &Shared, polled: &mut Vec<(u64, Instant)>, now: Instant) -
         // A parked watcher is woken by this poller's events itself. SeqCst:
         // as in the rescue above (a hint here: a stale answer costs one
         // extra drain, or delays this one by a tick).
+        // A poller hosting the watch is seen by its own M only (Relaxed: a
+        // hint, as above).
         let watched = sh.nodes[p.node]
             .role
             .watcher()
-            .is_some_and(|h| sh.ps[h].parked.load(SeqCst));
+            .is_some_and(|h| sh.ps[h].parked.load(SeqCst) && (h == i || !p.hosted.load(Relaxed)));
         if watched {
             continue;
         }

@@ -66,8 +66,12 @@ pub(super) trait WatchOps {
     /// otherwise its M sleeps in its park epoll, so the watch epoll is
     /// switched on in that. Only what is not on yet costs an `epoll_ctl`.
     fn arm(&self, p: usize, direct: bool) -> std::io::Result<()>;
-    /// Switches off whatever [`WatchOps::arm`] switched on for P `p`.
+    /// Switches off whatever [`WatchOps::arm`] switched on for P `p`, and
+    /// gives the watch back if P `p`'s poller hosts it.
     fn disarm(&self, p: usize);
+    /// Gives the watch back if P `p`'s poller hosts it (the driver's
+    /// "Hosting"): its poller rejoins the watch.
+    fn unhost(&self, p: usize);
     /// Whether P `p`'s M is blocked (or about to block) in its park epoll.
     fn is_parked(&self, p: usize) -> bool;
 }
@@ -203,6 +207,16 @@ impl Role {
         self.move_to_parked(&mut w, holder, ops)
     }
 
+    /// Called by the monitor: if `holder` still holds the role and is still
+    /// running, its poller gives the watch back (if it hosts it), so that
+    /// the next tick's rescue sees that poller's events in the watch.
+    pub(super) fn release_host(&self, holder: usize, ops: &impl WatchOps) {
+        let w = self.watcher.lock().unwrap_or_else(|e| e.into_inner());
+        if *w == Some(holder) && !ops.is_parked(holder) {
+            ops.unhost(holder);
+        }
+    }
+
     /// The current watcher (diagnostics and tests).
     pub(super) fn watcher(&self) -> Option<usize> {
         *self.watcher.lock().unwrap_or_else(|e| e.into_inner())
@@ -231,6 +245,7 @@ mod models {
         fn disarm(&self, p: usize) {
             self.on.fetch_and(!(1 << p), SeqCst);
         }
+        fn unhost(&self, _p: usize) {}
         fn is_parked(&self, p: usize) -> bool {
             self.parked[p].load(SeqCst)
         }
