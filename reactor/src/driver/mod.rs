@@ -1138,3 +1138,38 @@ impl std::fmt::Debug for Unparker {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{io, readiness};
+
+    /// The raw-flag reading matches mio's `Event` accessors on Linux, which
+    /// the drain used before it read the epoll events itself.
+    #[test]
+    fn readiness_reads_epoll_flags_as_mio_does() {
+        let f = |flags: libc::c_int| readiness(flags as u32);
+        assert_eq!(f(libc::EPOLLIN), io::READABLE);
+        assert_eq!(f(libc::EPOLLPRI), io::READABLE);
+        assert_eq!(f(libc::EPOLLOUT), io::WRITABLE);
+        assert_eq!(
+            f(libc::EPOLLIN | libc::EPOLLRDHUP),
+            io::READABLE | io::READ_CLOSED
+        );
+        // RDHUP alone (no data to read) is not read-closed for mio.
+        assert_eq!(f(libc::EPOLLRDHUP), 0);
+        assert_eq!(f(libc::EPOLLHUP), io::READ_CLOSED | io::WRITE_CLOSED);
+        // A pipe whose reader is gone: EPOLLERR alone.
+        assert_eq!(
+            f(libc::EPOLLERR),
+            io::WRITE_CLOSED | io::READABLE | io::WRITABLE
+        );
+        assert_eq!(
+            f(libc::EPOLLOUT | libc::EPOLLERR),
+            io::WRITE_CLOSED | io::READABLE | io::WRITABLE
+        );
+        assert_eq!(
+            f(libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLHUP | libc::EPOLLERR),
+            io::READABLE | io::WRITABLE | io::READ_CLOSED | io::WRITE_CLOSED
+        );
+    }
+}
