@@ -61,6 +61,12 @@ pub struct ProcMetrics {
     /// Sockets moved into this P's poller because the task using them kept
     /// running here (a source follows its task; see docs/architecture.md).
     pub sources_moved_in: u64,
+    /// Times this P's io poller took its node's watch epoll in, so that its
+    /// M, as the node's watcher, waits on its own poller (one `epoll_wait`
+    /// per event there instead of two; "Hosting" in docs/architecture.md).
+    /// A count that keeps climbing under steady load means the watcher
+    /// role keeps moving between P's.
+    pub watch_hostings: u64,
     /// Root tasks (spawned right after an accept) sent to this P round-robin.
     pub root_tasks_received: u64,
     /// Times this P went back to the M that lent it away in `block_in_place`.
@@ -263,6 +269,7 @@ impl RuntimeMetrics {
             helps: driver.helps,
             watch_handoffs: driver.watch_handoffs,
             sources_moved_in: driver.sources_moved_in,
+            watch_hostings: driver.watch_hostings,
             root_tasks_received: m.root_tasks_received.get(),
             handbacks: m.handbacks.get(),
             retakes: m.retakes.get(),
