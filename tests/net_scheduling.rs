@@ -213,6 +213,20 @@ fn readiness_is_handled_while_the_owning_p_is_busy() {
 /// long.
 #[test]
 fn io_is_watched_while_the_watcher_runs_a_long_poll() {
+    long_poll_while_a_reader_waits(0);
+}
+
+/// The same after the looper's connection carried a run of single-byte
+/// messages, each sent once the looper waits: the watcher's wake-ups come
+/// from its own P's poller, so it may host the node's watch in that poller
+/// (docs/architecture.md, "Hosting"); the reply must still be read while it
+/// loops (the role and the watch move back out, or the monitor polls).
+#[test]
+fn io_is_watched_while_a_hosting_watcher_runs_a_long_poll() {
+    long_poll_while_a_reader_waits(32);
+}
+
+fn long_poll_while_a_reader_waits(warm: usize) {
     let rt = numa_rt::Builder::new().max_procs(2).build().unwrap();
     // Two connections, each with a plain-thread peer.
     let (l1, l2) = (
@@ -237,11 +251,22 @@ fn io_is_watched_while_the_watcher_runs_a_long_poll() {
         .unwrap();
         done.store(true, Ordering::SeqCst);
     });
-    // The long poll: woken by I/O on connection 1, then loops.
+    // The long poll: woken by I/O on connection 1 (after `warm` single
+    // bytes, each awaited the same way), then loops.
     let done = reader_done.clone();
+    let (warm_tx, warm_rx) = std::sync::mpsc::channel::<()>();
     let looper = rt.spawn(async move {
         let mut s = TcpStream::connect(a1).await.unwrap();
         let mut buf = [0u8; 1];
+        for _ in 0..warm {
+            let tx = warm_tx.clone();
+            NotifyPending {
+                fut: Box::pin(s.read_exact(&mut buf)),
+                on_pending: Some(move || tx.send(()).unwrap()),
+            }
+            .await
+            .unwrap();
+        }
         NotifyPending {
             fut: Box::pin(s.read_exact(&mut buf)),
             on_pending: Some(move || ready_tx.send(()).unwrap()),
@@ -257,6 +282,10 @@ fn io_is_watched_while_the_watcher_runs_a_long_poll() {
     });
     let (mut p1, _) = l1.accept().unwrap();
     let (mut p2, _) = l2.accept().unwrap();
+    for _ in 0..warm {
+        warm_rx.recv_timeout(GUARD).unwrap();
+        p1.write_all(b"w").unwrap();
+    }
     ready_rx.recv_timeout(GUARD).unwrap();
     ready_rx.recv_timeout(GUARD).unwrap();
     // Wake the looper by I/O, wait until it loops, then answer the reader.
@@ -269,5 +298,7 @@ fn io_is_watched_while_the_watcher_runs_a_long_poll() {
         served,
         "the reply on connection 2 was not read while the other task looped"
     );
+    let hostings: u64 = rt.metrics().procs().iter().map(|p| p.watch_hostings).sum();
+    println!("watch hostings: {hostings}");
     drop((p1, p2));
 }
