@@ -34,8 +34,10 @@
 //!   been out for a tick (20 µs to 10 ms, Go's sysmon figures).
 //!
 //! The invariant under the lock: P `p` has entries switched on (the watch
-//! epoll in its park epoll, or its unpark eventfd in the watch epoll) only
-//! if `watcher == Some(p)`, and the watcher has one on. An M that holds the
+//! epoll in its park epoll, or its unpark eventfd in the watch epoll), or
+//! hosts the watch epoll in its own io poller (the driver's "Hosting"), only
+//! if `watcher == Some(p)`, and the watcher has one on. Moving the role
+//! therefore gives the watch back first ([`WatchOps::disarm`]). An M that holds the
 //! role as it parks blocks on the watch epoll itself, its eventfd switched
 //! on there (one level less, one `epoll_wait` less per event: it is how a
 //! watcher that keeps the role parks); an M handed the role as it sleeps
