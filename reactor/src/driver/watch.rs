@@ -233,21 +233,30 @@ mod models {
     use std::sync::Arc;
 
     /// Three P's of one node; `on` is a bitmask standing in for "the watch
-    /// epoll is switched on in this P's park epoll".
+    /// epoll is switched on in this P's park epoll", `hosted` for "this P's
+    /// io poller hosts the watch" (every direct arm hosts: the driver's most
+    /// eager policy).
     struct Model {
         parked: [AtomicBool; 3],
         on: AtomicUsize,
+        hosted: AtomicUsize,
     }
 
     impl WatchOps for Model {
-        fn arm(&self, p: usize, _direct: bool) -> std::io::Result<()> {
+        fn arm(&self, p: usize, direct: bool) -> std::io::Result<()> {
             self.on.fetch_or(1 << p, SeqCst);
+            if direct {
+                self.hosted.fetch_or(1 << p, SeqCst);
+            }
             Ok(())
         }
         fn disarm(&self, p: usize) {
             self.on.fetch_and(!(1 << p), SeqCst);
+            self.unhost(p);
         }
-        fn unhost(&self, _p: usize) {}
+        fn unhost(&self, p: usize) {
+            self.hosted.fetch_and(!(1 << p), SeqCst);
+        }
         fn is_parked(&self, p: usize) -> bool {
             self.parked[p].load(SeqCst)
         }
@@ -257,7 +266,49 @@ mod models {
         Arc::new(Model {
             parked: parked.map(AtomicBool::new),
             on: AtomicUsize::new(0),
+            hosted: AtomicUsize::new(0),
         })
+    }
+
+    /// Only the holder's poller may host the watch: every other P's poller
+    /// must be back in it, or the holder would miss its events.
+    fn assert_only_the_holder_hosts(m: &Model, role: &Role) {
+        let mask = role.watcher().map_or(0, |w| 1 << w);
+        assert_eq!(
+            m.hosted.load(SeqCst) & !mask,
+            0,
+            "a P that does not hold the role still hosts the watch"
+        );
+    }
+
+    /// The monitor gives the watch back from a holder it saw running while
+    /// that holder parks again: whatever the order, a holder that parked
+    /// hosting (and so blocks on its own poller) still hosts when the
+    /// monitor is done, since nobody unhosts a parked holder.
+    #[test]
+    fn a_parked_host_keeps_the_watch() {
+        loom::model(|| {
+            let m = model([true, false, false]);
+            let role = Arc::new(Role::new(&[0, 1, 2]));
+            role.on_park(0, &*m);
+            // P 0 leaves its park and runs; the monitor saw it running.
+            m.parked[0].store(false, SeqCst);
+            role.on_leave(0, false, &*m);
+            let (m1, r1) = (m.clone(), role.clone());
+            let monitor = thread::spawn(move || r1.release_host(0, &*m1));
+            m.parked[0].store(true, SeqCst);
+            let direct = role.on_park(0, &*m);
+            let hosts = direct && m.hosted.load(SeqCst) & 1 != 0;
+            monitor.join().unwrap();
+            assert!(direct, "nobody else parked: P 0 keeps the role");
+            assert!(hosts, "a direct arm hosts in this model");
+            assert_eq!(
+                m.hosted.load(SeqCst) & 1,
+                1,
+                "the watch was taken from a parked host"
+            );
+            assert_only_the_holder_hosts(&m, &role);
+        });
     }
 
     /// P0 is parked and watching, P1 is parked, P2 is busy. Concurrently P0
@@ -286,6 +337,7 @@ mod models {
             b.join().unwrap();
             assert_eq!(role.watcher(), Some(2), "the only parked M must watch");
             assert_eq!(m.on.load(SeqCst), 1 << 2);
+            assert_only_the_holder_hosts(&m, &role);
         });
     }
 
@@ -309,6 +361,7 @@ mod models {
             let took = t.join().unwrap();
             let w = role.watcher().expect("somebody holds the role");
             assert_eq!(m.on.load(SeqCst), 1 << w);
+            assert_only_the_holder_hosts(&m, &role);
             // What `on_park` answered is what the parker may act on (block
             // on the watch epoll itself): it must be the truth.
             assert_eq!(took, w == 1);
@@ -343,6 +396,7 @@ mod models {
                 "the only parked M must hold the role"
             );
             assert_eq!(m.on.load(SeqCst), 1 << 1);
+            assert_only_the_holder_hosts(&m, &role);
         });
     }
 }
