@@ -939,6 +939,10 @@ impl Driver {
             debug_assert!(waited.is_ok(), "epoll_wait(park): {waited:?}");
             me.stats.wakeups.fetch_add(1, Ordering::Relaxed);
             if shared.is_shutdown() {
+                // A hosted wait may have taken wakers out of their sources
+                // already: fire them, or shutdown's pass over the sources
+                // would not find them.
+                self.wakeups.fire();
                 break;
             }
             let mut round = Round {
