@@ -74,26 +74,9 @@ pub(crate) fn epoll_wait(
     out: &mut Vec<u64>,
 ) -> io::Result<()> {
     out.clear();
-    let ms: libc::c_int = match timeout {
-        None => -1,
-        // Round up so a park never returns before its deadline.
-        Some(d) => {
-            let ms = d.as_nanos().div_ceil(1_000_000);
-            ms.min(libc::c_int::MAX as u128) as libc::c_int
-        }
-    };
-    let len = buf.len().min(libc::c_int::MAX as usize) as libc::c_int;
-    // SAFETY: `buf` is a writable array of `len` epoll_events that outlives
-    // the call; the kernel writes at most `len` entries.
-    let n = unsafe { libc::epoll_wait(epoll.as_raw_fd(), buf.as_mut_ptr(), len, ms) };
-    match cvt(n) {
-        Ok(n) => {
-            out.extend(buf[..n as usize].iter().map(|ev| ev.u64));
-            Ok(())
-        }
-        Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
-        Err(e) => Err(e),
-    }
+    let n = epoll_wait_events(epoll.as_raw_fd(), buf, timeout)?;
+    out.extend(buf[..n].iter().map(|ev| ev.u64));
+    Ok(())
 }
 
 /// Waits on the epoll `epoll` (a raw descriptor the caller keeps open) for

@@ -724,6 +724,28 @@ fn own_event_round(
     assert!(Pin::new(&mut *a).poll_read(&mut cx, &mut buf).is_pending());
 }
 
+/// P 0's own due timer and an unpark from another thread both end P 0's
+/// park (the calling thread holds P 0).
+fn own_timer_and_unpark_reach(d0: &mut numa_rt_reactor::Driver) {
+    let (tcount, twaker) = count_waker();
+    let mut sleep = Box::pin(time::sleep(Duration::from_millis(5)));
+    assert!(sleep
+        .as_mut()
+        .poll(&mut Context::from_waker(&twaker))
+        .is_pending());
+    for _ in 0..100 {
+        if tcount.0.load(Ordering::SeqCst) > 0 {
+            break;
+        }
+        d0.park(Some(Duration::from_secs(1)));
+    }
+    assert_eq!(tcount.0.load(Ordering::SeqCst), 1, "the timer did not fire");
+    let u = d0.unparker();
+    let t = std::thread::spawn(move || u.unpark());
+    d0.park(None); // returns once the other thread unparks
+    t.join().unwrap();
+}
+
 /// Hosting: a watcher whose wake-ups keep coming from its own P's poller
 /// takes the node's watch epoll into that poller (and then blocks on it:
 /// one `epoll_wait` per event). While hosting it still sees, through the
@@ -780,23 +802,7 @@ fn a_holder_hosts_the_watch_and_still_sees_the_whole_node() {
     for _ in 0..3 {
         own_event_round(&mut d0, &mut a, &mut b, &count, &waker);
     }
-    let (tcount, twaker) = count_waker();
-    let mut sleep = Box::pin(time::sleep(Duration::from_millis(5)));
-    assert!(sleep
-        .as_mut()
-        .poll(&mut Context::from_waker(&twaker))
-        .is_pending());
-    for _ in 0..100 {
-        if tcount.0.load(Ordering::SeqCst) > 0 {
-            break;
-        }
-        d0.park(Some(Duration::from_secs(1)));
-    }
-    assert_eq!(tcount.0.load(Ordering::SeqCst), 1, "the timer did not fire");
-    let u = d0.unparker();
-    let t = std::thread::spawn(move || u.unpark());
-    d0.park(None); // returns once the other thread unparks
-    t.join().unwrap();
+    own_timer_and_unpark_reach(&mut d0);
     assert_eq!(hostings(0), 1, "P 0 kept hosting throughout");
 
     // P 0 "runs" (not parked); P 1 parks and takes the role: P 0's poller
@@ -835,21 +841,5 @@ fn a_single_p_hosts_the_watch() {
         own_event_round(&mut d0, &mut a, &mut b, &count, &waker);
     }
     assert_eq!(reactor.driver_stats(0).watch_hostings, 1);
-    let (tcount, twaker) = count_waker();
-    let mut sleep = Box::pin(time::sleep(Duration::from_millis(5)));
-    assert!(sleep
-        .as_mut()
-        .poll(&mut Context::from_waker(&twaker))
-        .is_pending());
-    for _ in 0..100 {
-        if tcount.0.load(Ordering::SeqCst) > 0 {
-            break;
-        }
-        d0.park(Some(Duration::from_secs(1)));
-    }
-    assert_eq!(tcount.0.load(Ordering::SeqCst), 1, "the timer did not fire");
-    let u = d0.unparker();
-    let t = std::thread::spawn(move || u.unpark());
-    d0.park(None);
-    t.join().unwrap();
+    own_timer_and_unpark_reach(&mut d0);
 }
