@@ -693,6 +693,22 @@ fn a_source_moved_while_ready_reports_on_its_new_p() {
     assert!(matches!(poll(&mut a), Poll::Ready(Ok(1))));
 }
 
+/// Parks `d` (at most ten times, a second each) until `count` has passed
+/// `above`; returns the count then.
+fn park_until_fired(
+    d: &mut numa_rt_reactor::Driver,
+    count: &common::CountWaker,
+    above: usize,
+) -> usize {
+    for _ in 0..10 {
+        if count.0.load(Ordering::SeqCst) > above {
+            break;
+        }
+        d.park(Some(Duration::from_secs(1)));
+    }
+    count.0.load(Ordering::SeqCst)
+}
+
 /// One round trip of "an event on P 0's own poller wakes P 0's parked M":
 /// writes a byte to `b`, parks P 0 until `a`'s waker has fired, reads the
 /// byte back and leaves `a` waiting again.
@@ -705,14 +721,8 @@ fn own_event_round(
 ) {
     let before = count.0.load(Ordering::SeqCst);
     b.write_all(b"x").unwrap();
-    for _ in 0..10 {
-        if count.0.load(Ordering::SeqCst) > before {
-            break;
-        }
-        d0.park(Some(Duration::from_secs(1)));
-    }
     assert!(
-        count.0.load(Ordering::SeqCst) > before,
+        park_until_fired(d0, count, before) > before,
         "P 0's park did not fire its own source"
     );
     let mut buf = [0u8; 8];
@@ -733,13 +743,11 @@ fn own_timer_and_unpark_reach(d0: &mut numa_rt_reactor::Driver) {
         .as_mut()
         .poll(&mut Context::from_waker(&twaker))
         .is_pending());
-    for _ in 0..100 {
-        if tcount.0.load(Ordering::SeqCst) > 0 {
-            break;
-        }
-        d0.park(Some(Duration::from_secs(1)));
-    }
-    assert_eq!(tcount.0.load(Ordering::SeqCst), 1, "the timer did not fire");
+    assert_eq!(
+        park_until_fired(d0, &tcount, 0),
+        1,
+        "the timer did not fire"
+    );
     let u = d0.unparker();
     let t = std::thread::spawn(move || u.unpark());
     d0.park(None); // returns once the other thread unparks
@@ -787,13 +795,11 @@ fn a_holder_hosts_the_watch_and_still_sees_the_whole_node() {
     context::set_current_p(Some(0));
     let helps = reactor.driver_stats(0).helps;
     e.write_all(b"y").unwrap();
-    for _ in 0..10 {
-        if count1.0.load(Ordering::SeqCst) > 0 {
-            break;
-        }
-        d0.park(Some(Duration::from_secs(1)));
-    }
-    assert_eq!(count1.0.load(Ordering::SeqCst), 1, "P 1's event was missed");
+    assert_eq!(
+        park_until_fired(&mut d0, &count1, 0),
+        1,
+        "P 1's event was missed"
+    );
     assert_eq!(reactor.driver_stats(0).helps, helps + 1);
 
     // Its own timer and its own unpark (both go through the hosted
@@ -811,14 +817,8 @@ fn a_holder_hosts_the_watch_and_still_sees_the_whole_node() {
     d1.park(Some(Duration::from_millis(1)));
     assert_eq!(reactor.watcher(0), Some(1), "P 1 took the role");
     b.write_all(b"z").unwrap();
-    for _ in 0..10 {
-        if count.0.load(Ordering::SeqCst) > before {
-            break;
-        }
-        d1.park(Some(Duration::from_secs(1)));
-    }
     assert_eq!(
-        count.0.load(Ordering::SeqCst),
+        park_until_fired(&mut d1, &count, before),
         before + 1,
         "P 1 missed P 0's event after taking the role"
     );
