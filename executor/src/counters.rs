@@ -34,6 +34,11 @@ impl Counter {
     pub(crate) fn incr_shared(&self) {
         self.0.fetch_add(1, Relaxed);
     }
+    /// Takes back an [`Counter::incr_shared`] whose event did not happen.
+    #[inline]
+    pub(crate) fn decr_shared(&self) {
+        self.0.fetch_sub(1, Relaxed);
+    }
     pub(crate) fn get(&self) -> u64 {
         self.0.load(Relaxed)
     }

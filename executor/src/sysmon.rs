@@ -432,7 +432,12 @@ fn retake_p(shared: &Arc<Shared>, i: usize, polls: u64) -> std::io::Result<bool>
             // holder any more: no later round asks it for this P's core.
             p.in_task.store(false, Relaxed);
             let was_holder = p.clear_holder(&m);
+            // Counted before the hand-off: once it is done, the P's work
+            // (and whoever waits on it, then reads the metrics) may run
+            // before this thread gets here again.
+            p.metrics.retakes.incr_shared();
             machine::handoff(shared, core).inspect_err(|_| {
+                p.metrics.retakes.decr_shared();
                 p.in_task.store(true, Relaxed);
                 if was_holder {
                     p.set_holder(&m);
@@ -440,9 +445,6 @@ fn retake_p(shared: &Arc<Shared>, i: usize, polls: u64) -> std::io::Result<bool>
             })
         },
     )?;
-    if taken {
-        p.metrics.retakes.incr_shared();
-    }
     Ok(taken)
 }
 
