@@ -7,6 +7,7 @@
 //! one plain load (the abort flag) and the `catch_unwind` that was there
 //! before (free unless something panics).
 
+use super::registry::Registry;
 use super::{Id, JoinError, Panic, TaskMeta, ABORTED, FINISHED};
 use std::cell::Cell;
 use std::future::Future;
@@ -14,6 +15,7 @@ use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::ptr::{self, NonNull};
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 /// What runs on this thread right now: a task (its id and its waker), or
@@ -180,13 +182,17 @@ impl<T> Output<T> {
     }
 }
 
-/// A task's future, its abort check, its panic containment and its
-/// current-task marker. See the module docs.
+/// A task's future, its abort check, its panic containment, its
+/// current-task marker and its registry entry. See the module docs.
 pub(crate) struct Harness<F> {
     /// This task's metadata, in the header of the allocation that also
     /// holds this future: valid for as long as the future lives (async-task
     /// drops the future before the header).
     meta: NonNull<TaskMeta>,
+    /// The registry holding this task's entry (at `TaskMeta::slot` in the
+    /// shard of its id), which the harness frees right after it drops the
+    /// future; `None` for an untracked (blocking-pool) task.
+    registry: Option<Arc<Registry>>,
     /// Dropped in place by `drop_future`, never moved (structural pinning).
     /// Alive until the `FINISHED` flag of `meta` is set (by `drop_future`,
     /// right after the drop, also when the drop panicked), which saves a
@@ -199,9 +205,10 @@ pub(crate) struct Harness<F> {
 unsafe impl<F: Send> Send for Harness<F> {}
 
 impl<F> Harness<F> {
-    pub(crate) fn new(future: F, meta: &TaskMeta) -> Self {
+    pub(crate) fn new(future: F, meta: &TaskMeta, registry: Option<Arc<Registry>>) -> Self {
         Harness {
             meta: NonNull::from(meta),
+            registry,
             future: ManuallyDrop::new(future),
         }
     }
@@ -218,7 +225,7 @@ impl<F> Harness<F> {
     }
 
     /// Drops the future in place, once, containing a panic of its drop;
-    /// then marks the task finished.
+    /// then marks the task finished and frees its registry entry.
     fn drop_future(&mut self) -> Result<(), Panic> {
         if self.is_dropped() {
             return Ok(());
@@ -234,7 +241,11 @@ impl<F> Harness<F> {
         // used again (marked finished below, whatever the drop does short of
         // aborting); dropping in place keeps the pinning promise.
         let result = contain(|| unsafe { ManuallyDrop::drop(future) });
-        self.meta().set_finished();
+        let meta = self.meta();
+        meta.set_finished();
+        if let Some(registry) = &self.registry {
+            registry.remove(meta.id.as_u64(), meta.slot());
+        }
         result
     }
 }

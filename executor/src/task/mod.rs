@@ -13,8 +13,9 @@
 //!
 //! # The harness
 //!
-//! Every future is wrapped in a `Harness` (harness.rs; one word: a pointer
-//! to the task's `TaskMeta`) before async-task sees it. async-task aborts the process when a destructor panics inside it (the
+//! Every future is wrapped in a `Harness` (harness.rs; two words: a pointer
+//! to the task's `TaskMeta` and the task's registry) before async-task sees
+//! it. async-task aborts the process when a destructor panics inside it (the
 //! future's, the output's) or when the awaiter's waker panics; the harness
 //! and the handles make sure it never meets one:
 //!
@@ -71,7 +72,7 @@ pub use yield_now::yield_now;
 pub(crate) use harness::{enter_block_on, Harness};
 pub(crate) use join::TaskRef;
 
-use registry::{Registry, Tracked};
+use registry::Registry;
 use std::any::Any;
 use std::fmt;
 use std::future::Future;
@@ -80,9 +81,21 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::*};
 use std::sync::Arc;
 
-/// What the scheduler keeps in each task's header: four words (the id, the
-/// location with two flags, and the task dump's state), and with the
-/// `tracing` feature the task's span.
+/// What the scheduler keeps in each task's header: three words (the id,
+/// the location with two flags, the task dump's state with the task's
+/// registry index), and with the `tracing` feature the task's span.
+///
+/// **Size matters here.** A task is one allocation: async-task's header (four
+/// words and a flag, plus this), the schedule function (one word), the
+/// harness (two words) and the future. Up to 120 bytes, glibc's malloc
+/// serves it from a fastbin, where a free by another thread (a task spawned
+/// on one thread completes on another) takes no lock; above, every such free
+/// takes the arena's lock against the spawning thread's mallocs. At 144
+/// bytes (this was four words and the harness carried a 16-byte registry
+/// slot) `spawn_many_local` made ~5,700 `futex` calls per 10,000 spawns
+/// against ~130 at 112 bytes, and took 1.5× as long. A 32-byte future (a
+/// channel sender, an `Arc` and a state byte) fits in 120 bytes again; the
+/// test `executor/tests/task_size.rs` keeps it so.
 ///
 /// Uses std's atomics even under loom: no loom model covers abort flags.
 pub(crate) struct TaskMeta {
@@ -93,14 +106,15 @@ pub(crate) struct TaskMeta {
     /// pointer (a `Location` is at least 4-aligned). One word instead of
     /// three: the flags are read once per poll and written once per task.
     word: AtomicUsize,
-    /// For the task dump (`Handle::dump`): bumped by the schedule functions
-    /// each time the task is queued; copied to `polled_gen` when a poll
-    /// starts. Unequal: woken since its last poll began (scheduled). Plain
-    /// Relaxed loads and stores, no read-modify-write: async-task runs at
-    /// most one schedule or poll of a task at a time, and its state word
-    /// orders them; a dump reading them concurrently may be one step stale.
-    sched_gen: AtomicU32,
-    polled_gen: AtomicU32,
+    /// Bit 0, for the task dump (`Handle::dump`): set by the schedule
+    /// functions each time the task is queued, cleared when a poll starts;
+    /// set: woken since its last poll began (scheduled). The other 31 bits:
+    /// the task's entry index in its registry shard ([`TaskMeta::slot`]),
+    /// fixed at spawn. Plain Relaxed loads and stores, no read-modify-write:
+    /// async-task runs at most one schedule or poll of a task at a time, and
+    /// its state word orders them; a dump reading concurrently may be one
+    /// step stale, and every store writes the same index bits.
+    sched_slot: AtomicU32,
     /// When the last poll began, in milliseconds since [`epoch`] (0: never
     /// polled); the clock of the P's current batch, read once per batch.
     last_poll_ms: AtomicU32,
@@ -146,32 +160,46 @@ impl TaskMeta {
         TaskMeta {
             id,
             word: AtomicUsize::new(addr),
-            sched_gen: AtomicU32::new(0),
-            polled_gen: AtomicU32::new(0),
+            sched_slot: AtomicU32::new(0),
             last_poll_ms: AtomicU32::new(0),
             #[cfg(feature = "tracing")]
             span: trace::spawn_span(kind, id, location),
         }
     }
 
+    /// Records the task's registry entry (its index in the shard of its
+    /// id), before the task is built. `index` fits in 31 bits
+    /// (`registry::MAX_INDEX`).
+    fn set_slot(&mut self, index: u32) {
+        debug_assert!(index as usize <= registry::MAX_INDEX);
+        *self.sched_slot.get_mut() = index << 1;
+    }
+
+    /// The task's registry entry index (see [`TaskMeta::set_slot`]).
+    #[inline]
+    fn slot(&self) -> u32 {
+        self.sched_slot.load(Relaxed) >> 1
+    }
+
     /// Called by a schedule function as it queues the task (dump state).
     #[inline]
     pub(crate) fn note_scheduled(&self) {
-        // Relaxed load and store: see `sched_gen`.
-        let g = self.sched_gen.load(Relaxed);
-        self.sched_gen.store(g.wrapping_add(1), Relaxed);
+        // Relaxed load and store: see `sched_slot`.
+        let v = self.sched_slot.load(Relaxed);
+        self.sched_slot.store(v | 1, Relaxed);
     }
 
     /// Called as a poll begins, `now_ms` from [`epoch_ms`] (dump state).
     #[inline]
     pub(crate) fn note_polled(&self, now_ms: u32) {
-        self.polled_gen.store(self.sched_gen.load(Relaxed), Relaxed);
+        let v = self.sched_slot.load(Relaxed);
+        self.sched_slot.store(v & !1, Relaxed);
         self.last_poll_ms.store(now_ms, Relaxed);
     }
 
     /// Whether the task was woken since its last poll began.
     pub(crate) fn is_scheduled(&self) -> bool {
-        self.sched_gen.load(Relaxed) != self.polled_gen.load(Relaxed)
+        self.sched_slot.load(Relaxed) & 1 != 0
     }
 
     /// When its last poll began (ms since [`epoch`]), if it was ever polled.
@@ -292,11 +320,10 @@ where
     F::Output: Send + 'static,
     S: async_task::Schedule<TaskMeta> + Send + Sync + 'static,
 {
-    spawn_in(Kind::Task, registry, |meta, reg, slot| {
-        async_task::Builder::new().metadata(meta).spawn(
-            move |meta| Harness::new(Tracked::new(future, reg, slot), meta),
-            schedule,
-        )
+    spawn_in(Kind::Task, registry, |meta, reg| {
+        async_task::Builder::new()
+            .metadata(meta)
+            .spawn(move |meta| Harness::new(future, meta, Some(reg)), schedule)
     })
 }
 
@@ -313,18 +340,16 @@ where
     F::Output: 'static,
     S: async_task::Schedule<TaskMeta> + Send + Sync + 'static,
 {
-    spawn_in(Kind::Local, registry, |meta, reg, slot| {
-        async_task::Builder::new().metadata(meta).spawn_local(
-            move |meta| Harness::new(Tracked::new(future, reg, slot), meta),
-            schedule,
-        )
+    spawn_in(Kind::Local, registry, |meta, reg| {
+        async_task::Builder::new()
+            .metadata(meta)
+            .spawn_local(move |meta| Harness::new(future, meta, Some(reg)), schedule)
     })
 }
 
 /// What `spawn_tracked` and `spawn_local_tracked` share: a fresh
-/// `TaskMeta` (the caller's location), the registry entry, the handle.
-/// `build` makes the task (Send or not) from the meta, the registry and
-/// its slot.
+/// `TaskMeta` (the caller's location and its registry entry), the handle.
+/// `build` makes the task (Send or not) from the meta and the registry.
 #[track_caller]
 fn spawn_in<T>(
     kind: Kind,
@@ -332,13 +357,15 @@ fn spawn_in<T>(
     build: impl FnOnce(
         TaskMeta,
         Arc<Registry>,
-        registry::Slot,
     ) -> (Runnable, async_task::Task<harness::Output<T>, TaskMeta>),
 ) -> Spawned<T> {
-    let meta = TaskMeta::new(kind);
-    let hint = meta.id.as_u64();
+    let mut meta = TaskMeta::new(kind);
+    let id = meta.id.as_u64();
     let reg = registry.clone();
-    let (runnable, task, raw, live) = registry.insert(hint, |slot| build(meta, reg, slot));
+    let (runnable, task, raw, live) = registry.insert(id, |index| {
+        meta.set_slot(index);
+        build(meta, reg)
+    });
     Spawned {
         runnable,
         handle: JoinHandle::new(task, raw),
@@ -357,7 +384,7 @@ where
 {
     let (runnable, task) = async_task::Builder::new()
         .metadata(TaskMeta::new(Kind::Blocking))
-        .spawn(move |meta| Harness::new(future, meta), schedule);
+        .spawn(move |meta| Harness::new(future, meta, None), schedule);
     // One waker clone and drop (two atomic updates) per blocking spawn,
     // which also takes the pool's lock: tracked tasks get this for free
     // from their registry entry.
@@ -432,18 +459,33 @@ mod tests {
     }
 
     /// Without the `tracing` feature; with it, `TaskMeta` also holds the span.
+    /// See `TaskMeta` for why these sizes matter.
     #[test]
     #[cfg(not(feature = "tracing"))]
-    fn meta_is_four_words_and_the_harness_adds_one() {
+    fn meta_is_three_words_and_the_harness_adds_two() {
         let word = std::mem::size_of::<usize>();
-        assert_eq!(std::mem::size_of::<TaskMeta>(), 4 * word);
+        assert_eq!(std::mem::size_of::<TaskMeta>(), 3 * word);
         assert_eq!(
             std::mem::size_of::<Harness<std::future::Pending<()>>>(),
-            word
+            2 * word
         );
         assert_eq!(
             std::mem::size_of::<Harness<std::future::Ready<u64>>>(),
-            word + std::mem::size_of::<std::future::Ready<u64>>()
+            2 * word + std::mem::size_of::<std::future::Ready<u64>>()
         );
+    }
+
+    #[test]
+    fn slot_and_scheduled_bit_share_a_word() {
+        let mut meta = TaskMeta::new(Kind::Task);
+        meta.set_slot(registry::MAX_INDEX as u32);
+        assert!(!meta.is_scheduled());
+        meta.note_scheduled();
+        assert!(meta.is_scheduled());
+        assert_eq!(meta.slot() as usize, registry::MAX_INDEX);
+        meta.note_polled(7);
+        assert!(!meta.is_scheduled());
+        assert_eq!(meta.slot() as usize, registry::MAX_INDEX);
+        assert_eq!(meta.last_poll_ms(), Some(7));
     }
 }

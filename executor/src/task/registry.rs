@@ -8,16 +8,17 @@
 //! the schedule function, seeing shutdown, drops the `Runnable`, which drops
 //! the future.
 //!
-//! Each task's future is wrapped in [`Tracked`], which removes its entry
-//! when the future is dropped (on completion, abort or shutdown), so the
-//! registry holds exactly the tasks whose futures are alive. Entries are
-//! sharded by slot to keep spawns on different P's off each other's locks.
+//! Each tracked task's harness holds the registry and removes the task's
+//! entry right after it drops the future (on completion, abort or
+//! shutdown), so the registry holds exactly the tasks whose futures are
+//! alive. Entries are sharded by task id to keep spawns on different P's
+//! off each other's locks; the entry's index within its shard is kept in
+//! the task's `TaskMeta` (see `TaskMeta::slot`), so that a task carries
+//! one word for its registry (the `Arc`), not three.
 
 use super::{Runnable, TaskRef};
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
+use std::task::Waker;
 
 const SHARDS: usize = 32;
 
@@ -45,12 +46,10 @@ struct Entry {
 // all Sync) while the entry exists, under the shard lock.
 unsafe impl Send for Entry {}
 
-/// A reserved registry entry.
-#[derive(Clone, Copy)]
-pub(crate) struct Slot {
-    shard: usize,
-    index: usize,
-}
+/// The most entries one shard holds: an entry's index is kept in 31 bits
+/// of its task's `TaskMeta` (see `TaskMeta::slot`). Two billion live tasks
+/// per shard (at least 256 GB of tasks) is beyond any machine.
+pub(crate) const MAX_INDEX: usize = (u32::MAX >> 1) as usize;
 
 impl Registry {
     /// `shards` is rounded up to a power of two (at most [`SHARDS`]), so
@@ -63,30 +62,44 @@ impl Registry {
         })
     }
 
-    /// Spawns a task through `spawn` (given its entry) and records its
-    /// waker, under one lock of one shard (`hint` spreads tasks over shards,
-    /// e.g. the task id). Also returns the waker's raw parts, for the
-    /// task's `JoinHandle` (see `TaskRef`): no extra waker clone per spawn.
-    /// `live` is false if the registry is closed: the caller drops the
-    /// runnable, whose `Tracked` future then frees the entry.
+    /// The shard of the task with id `id`. A power of two (see `new`):
+    /// a mask.
+    fn shard_of(&self, id: u64) -> usize {
+        (id as usize) & (self.shards.len() - 1)
+    }
+
+    /// Spawns a task through `spawn` (given its entry's index in the shard
+    /// of task id `id`) and records its waker, under one lock of one shard.
+    /// Also returns the waker's raw parts, for the task's `JoinHandle` (see
+    /// `TaskRef`): no extra waker clone per spawn. `live` is false if the
+    /// registry is closed: the caller drops the runnable, whose harness
+    /// then frees the entry.
+    ///
+    /// # Panics
+    /// If the shard already holds [`MAX_INDEX`] live tasks.
     pub(crate) fn insert<T>(
         &self,
-        hint: u64,
-        spawn: impl FnOnce(Slot) -> (Runnable, T),
+        id: u64,
+        spawn: impl FnOnce(u32) -> (Runnable, T),
     ) -> (Runnable, T, TaskRef, bool) {
-        // A power of two (see `new`).
-        let shard = (hint as usize) & (self.shards.len() - 1);
-        let mut s = self.shards[shard].lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = self.shards[self.shard_of(id)]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let index = match s.free.pop() {
             Some(i) => i,
             None => {
+                assert!(
+                    s.entries.len() < MAX_INDEX,
+                    "numa_rt: more than {MAX_INDEX} live tasks in one registry shard"
+                );
                 s.entries.push(None);
                 s.entries.len() - 1
             }
         };
         // Allocating the task under the lock is fine: `spawn` only builds the
         // future, it never wakes or drops a task (which could re-enter here).
-        let (runnable, task) = spawn(Slot { shard, index });
+        // The cast is lossless: `index < MAX_INDEX`.
+        let (runnable, task) = spawn(index as u32);
         let waker = runnable.waker();
         let raw = TaskRef::new(&waker, runnable.metadata());
         // Checked under the shard lock that `close_and_wake_all` also takes.
@@ -100,17 +113,20 @@ impl Registry {
         (runnable, task, raw, true)
     }
 
-    fn remove(&self, slot: &Slot) {
+    /// Frees the entry `index` of task `id` (its harness, once the future
+    /// is gone).
+    pub(crate) fn remove(&self, id: u64, index: u32) {
+        let index = index as usize;
         let waker = {
-            let mut s = self.shards[slot.shard]
+            let mut s = self.shards[self.shard_of(id)]
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
             let w = s
                 .entries
-                .get_mut(slot.index)
+                .get_mut(index)
                 .and_then(Option::take)
                 .map(|e| e.waker);
-            s.free.push(slot.index);
+            s.free.push(index);
             w
         };
         // Dropped outside the lock: dropping a waker may run task code.
@@ -163,37 +179,5 @@ impl Registry {
         for w in wakers {
             w.wake();
         }
-    }
-}
-
-/// A task's future, tracked in a [`Registry`] until it is dropped.
-pub(crate) struct Tracked<F> {
-    future: F,
-    registry: Arc<Registry>,
-    slot: Slot,
-}
-
-impl<F> Tracked<F> {
-    pub(crate) fn new(future: F, registry: Arc<Registry>, slot: Slot) -> Self {
-        Tracked {
-            future,
-            registry,
-            slot,
-        }
-    }
-}
-
-impl<F: Future> Future for Tracked<F> {
-    type Output = F::Output;
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        // SAFETY: structural pinning of `future`: it is never moved out of a
-        // pinned `Tracked` (Drop below does not move it).
-        unsafe { self.map_unchecked_mut(|s| &mut s.future) }.poll(cx)
-    }
-}
-
-impl<F> Drop for Tracked<F> {
-    fn drop(&mut self) {
-        self.registry.remove(&self.slot);
     }
 }
