@@ -693,7 +693,7 @@ pub(crate) fn dump(shared: &Shared) -> TaskDump {
         .map(|(i, p)| (p.current_task.load(Relaxed), i))
         .collect();
     let mut tasks = Vec::new();
-    let mut add = |meta: &crate::task::TaskMeta, pinned: bool| {
+    let mut add = |meta: &crate::task::TaskMeta, location, pinned: bool| {
         let state = match running.iter().find(|(id, _)| *id == meta.id.as_u64()) {
             Some(&(_, proc)) => TaskState::Running { proc },
             None if meta.is_scheduled() => TaskState::Scheduled,
@@ -701,7 +701,7 @@ pub(crate) fn dump(shared: &Shared) -> TaskDump {
         };
         tasks.push(TaskInfo {
             id: meta.id,
-            location: meta.location(),
+            location,
             state,
             since_last_poll: meta
                 .last_poll_ms()
@@ -709,7 +709,7 @@ pub(crate) fn dump(shared: &Shared) -> TaskDump {
             pinned,
         });
     };
-    shared.tasks.for_each(|m| add(m, false));
+    shared.tasks.for_each(|m, l| add(m, l, false));
     let locals: Vec<_> = shared
         .local_registries
         .lock()
@@ -718,7 +718,7 @@ pub(crate) fn dump(shared: &Shared) -> TaskDump {
         .filter_map(|w| w.upgrade())
         .collect();
     for reg in locals {
-        reg.for_each(|m| add(m, true));
+        reg.for_each(|m, l| add(m, l, true));
     }
     // Longest-unpolled first; never-polled tasks after those polled.
     tasks.sort_by_key(|t| std::cmp::Reverse(t.since_last_poll));

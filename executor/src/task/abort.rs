@@ -69,12 +69,6 @@ impl AbortHandle {
         self.meta().is_none_or(TaskMeta::is_finished)
     }
 
-    /// Where the task was spawned; `None` if made after its output was taken.
-    #[cfg_attr(not(test), allow(dead_code))] // for task dumps
-    pub(crate) fn location(&self) -> Option<&'static std::panic::Location<'static>> {
-        self.meta().map(TaskMeta::location)
-    }
-
     /// The task's id.
     pub fn id(&self) -> Id {
         self.id

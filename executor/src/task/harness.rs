@@ -341,11 +341,17 @@ impl<F> Harness<F> {
         let _enter = Enter::new(&current);
         #[cfg(feature = "tracing")]
         let _span = self.meta().span.clone().entered();
+        // Looked up before the drop frees the entry (a blocking-pool
+        // closure has none).
+        let location = self
+            .registry
+            .as_ref()
+            .and_then(|r| r.location(id.as_u64(), self.meta().slot()));
         if let Err(p) = self.drop_future() {
+            let spawned = location.map_or(String::new(), |l| format!(" (spawned at {l})"));
             eprintln!(
-                "numa_rt: task {id} (spawned at {}) panicked in its future's destructor while \
-                 the runtime dropped it (shutdown); the panic was contained",
-                self.meta().location()
+                "numa_rt: task {id}{spawned} panicked in its future's destructor while the \
+                 runtime dropped it (shutdown); the panic was contained"
             );
             drop_payload(p);
         }

@@ -9,26 +9,37 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 /// The same value is returned by [`JoinHandle::id`](super::JoinHandle::id),
 /// [`AbortHandle::id`](super::AbortHandle::id), [`JoinError::id`](super::JoinError::id)
 /// and, inside the task, by [`id()`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Id(u64);
+///
+/// Stored as two 32-bit halves, high first (so the derived order is the
+/// number's): 4-aligned, which lets a task's `TaskMeta` be five 32-bit
+/// words and async-task's header one word smaller (see `TaskMeta`).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Id([u32; 2]);
 
 impl Id {
     pub(crate) fn next() -> Id {
         // std's atomic even under loom: ids are not part of any model.
         static NEXT: AtomicU64 = AtomicU64::new(1);
         // Relaxed: ids only need uniqueness, not ordering.
-        Id(NEXT.fetch_add(1, Relaxed))
+        let n = NEXT.fetch_add(1, Relaxed);
+        Id([(n >> 32) as u32, n as u32])
     }
 
     /// The id as a number (never 0).
     pub fn as_u64(self) -> u64 {
-        self.0
+        (u64::from(self.0[0]) << 32) | u64::from(self.0[1])
+    }
+}
+
+impl fmt::Debug for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Id").field(&self.as_u64()).finish()
     }
 }
 
 impl fmt::Display for Id {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
+        self.as_u64().fmt(f)
     }
 }
 

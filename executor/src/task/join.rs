@@ -144,15 +144,6 @@ impl<T> JoinHandle<T> {
         AbortHandle::new(self.id, waker, unsafe { self.raw.meta() })
     }
 
-    /// Where the task was spawned; `None` once the output was returned.
-    #[cfg_attr(not(test), allow(dead_code))] // for task dumps
-    pub(crate) fn location(&self) -> Option<&'static std::panic::Location<'static>> {
-        // SAFETY: `task` keeps the allocation alive.
-        self.task
-            .as_ref()
-            .map(|_| unsafe { self.raw.meta() }.location())
-    }
-
     /// Polls with a waker that is known not to panic (a `JoinSet` entry's),
     /// outside the cooperative budget.
     pub(crate) fn poll_trusted(&mut self, waker: &Waker) -> Poll<Result<T, JoinError>> {

@@ -78,34 +78,35 @@ use std::fmt;
 use std::future::Future;
 use std::panic::Location;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicU32, Ordering::*};
 use std::sync::Arc;
 
-/// What the scheduler keeps in each task's header: three words (the id,
-/// the location with two flags, the task dump's state with the task's
-/// registry index), and with the `tracing` feature the task's span.
+/// What the scheduler keeps in each task's header: five 32-bit words (the
+/// id, the abort and finished flags, the task dump's state with the task's
+/// registry index, the time of the last poll), and with the `tracing`
+/// feature the task's span. The spawn location is not here: it sits in the
+/// task's registry entry, which the dump and the stall report read.
 ///
-/// **Size matters here.** A task is one allocation: async-task's header (four
-/// words and a flag, plus this), the schedule function (one word), the
+/// **Size matters here.** A task is one allocation: async-task's header
+/// (four words, a flag and this), the schedule function (one word), the
 /// harness (two words) and the future. Up to 120 bytes, glibc's malloc
-/// serves it from a fastbin, where a free by another thread (a task spawned
-/// on one thread completes on another) takes no lock; above, every such free
-/// takes the arena's lock against the spawning thread's mallocs. At 144
-/// bytes (this was four words and the harness carried a 16-byte registry
-/// slot) `spawn_many_local` made ~5,700 `futex` calls per 10,000 spawns
-/// against ~130 at 112 bytes, and took 1.5× as long. A 32-byte future (a
-/// channel sender, an `Arc` and a state byte) fits in 120 bytes again; the
-/// test `executor/tests/task_size.rs` keeps it so.
+/// serves it from a fastbin, where a free by another thread (a task
+/// spawned on one thread completes on another) takes no lock; above, every
+/// such free takes the arena's lock against the spawning thread's mallocs.
+/// At 144 bytes (four 64-bit words here and a 16-byte registry slot in the
+/// harness) `spawn_many_local` made ~5,700 `futex` calls per 10,000 spawns
+/// against ~130 at 112 bytes, and took 1.5× as long; `ping_pong`'s
+/// 40-byte tasks were 1.2× slower for the same reason. 20 bytes, 4-aligned,
+/// leave the header at 56 bytes (with the flag), so a future of up to 40
+/// bytes fits in 120 again; the test `executor/tests/task_size.rs` keeps
+/// it so.
 ///
 /// Uses std's atomics even under loom: no loom model covers abort flags.
 pub(crate) struct TaskMeta {
     /// Unique per process; shown in panics, metrics and traces.
     pub(crate) id: Id,
-    /// The spawn location (a `&'static Location`), with [`ABORTED`] and
-    /// [`FINISHED`] in its two low bits, which are always zero in the
-    /// pointer (a `Location` is at least 4-aligned). One word instead of
-    /// three: the flags are read once per poll and written once per task.
-    word: AtomicUsize,
+    /// [`ABORTED`] and [`FINISHED`].
+    flags: AtomicU32,
     /// Bit 0, for the task dump (`Handle::dump`): set by the schedule
     /// functions each time the task is queued, cleared when a poll starts;
     /// set: woken since its last poll began (scheduled). The other 31 bits:
@@ -139,27 +140,22 @@ pub(crate) fn epoch_ms(t: std::time::Instant) -> u32 {
 }
 
 /// Set by `abort`: the next poll drops the future instead of polling it.
-const ABORTED: usize = 0b01;
+const ABORTED: u32 = 0b01;
 /// Set by the harness once the future has been dropped (completed, aborted,
 /// panicked, or dropped by the runtime).
-const FINISHED: usize = 0b10;
-const FLAGS: usize = ABORTED | FINISHED;
-const _: () = assert!(std::mem::align_of::<Location<'static>>() > FLAGS);
+const FINISHED: u32 = 0b10;
 
 impl TaskMeta {
-    /// A fresh id and the caller's location (through `#[track_caller]`
-    /// chains from the public spawn functions). `kind` only names the
-    /// task's span (the `tracing` feature); without it, it is unused.
-    #[track_caller]
-    pub(crate) fn new(kind: Kind) -> TaskMeta {
-        let location: &'static Location<'static> = Location::caller();
-        let addr = (location as *const Location<'static>).expose_provenance();
+    /// A fresh id. `kind` and `location` (the spawn's caller, through
+    /// `#[track_caller]` chains from the public spawn functions) only name
+    /// the task's span (the `tracing` feature); without it, unused.
+    pub(crate) fn new(kind: Kind, location: &'static Location<'static>) -> TaskMeta {
         let id = Id::next();
         #[cfg(not(feature = "tracing"))]
-        let _ = kind;
+        let _ = (kind, location);
         TaskMeta {
             id,
-            word: AtomicUsize::new(addr),
+            flags: AtomicU32::new(0),
             sched_slot: AtomicU32::new(0),
             last_poll_ms: AtomicU32::new(0),
             #[cfg(feature = "tracing")]
@@ -207,16 +203,6 @@ impl TaskMeta {
         Some(self.last_poll_ms.load(Relaxed)).filter(|&ms| ms != 0)
     }
 
-    /// Where the task was spawned (the caller of `spawn`, `spawn_local`,
-    /// `spawn_blocking`, `spawn_on` or `JoinSet::spawn*`). For task dumps.
-    pub(crate) fn location(&self) -> &'static Location<'static> {
-        let addr = self.word.load(Relaxed) & !FLAGS;
-        // SAFETY: the word holds the address of a `&'static Location`
-        // (exposed in `new`) in every bit but the two flag bits, which are
-        // zero in that address (checked by the alignment assertion above).
-        unsafe { &*std::ptr::with_exposed_provenance::<Location<'static>>(addr) }
-    }
-
     /// Marks the task aborted. True if this call did it and the future is
     /// still alive: the caller must then wake the task so it gets polled.
     ///
@@ -224,15 +210,15 @@ impl TaskMeta {
     /// comes after the wake that follows, whose AcqRel update of the task
     /// state (read with Acquire by async-task's `run`) orders it.
     pub(crate) fn set_aborted(&self) -> bool {
-        self.word.fetch_or(ABORTED, Relaxed) & FLAGS == 0
+        self.flags.fetch_or(ABORTED, Relaxed) == 0
     }
 
     /// [`ABORTED`] and [`FINISHED`], read with one plain load per poll.
     /// Relaxed: `ABORTED` as explained in [`TaskMeta::set_aborted`];
     /// `FINISHED` is only written by the harness, on the thread reading it.
     #[inline]
-    fn flags(&self) -> usize {
-        self.word.load(Relaxed) & FLAGS
+    fn flags(&self) -> u32 {
+        self.flags.load(Relaxed)
     }
 
     #[cfg(test)]
@@ -246,14 +232,13 @@ impl TaskMeta {
     /// so whoever sees the flag also sees the future's drop.
     #[inline]
     pub(crate) fn set_finished(&self) {
-        let addr = self.word.load(Relaxed) & !FLAGS;
-        self.word.store(addr | FINISHED, Release);
+        self.flags.store(FINISHED, Release);
     }
 
     /// Acquire: pairs with the Release store in [`TaskMeta::set_finished`].
     #[inline]
     pub(crate) fn is_finished(&self) -> bool {
-        self.word.load(Acquire) & FINISHED != 0
+        self.flags.load(Acquire) & FINISHED != 0
     }
 }
 
@@ -261,7 +246,7 @@ impl fmt::Debug for TaskMeta {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TaskMeta")
             .field("id", &self.id)
-            .field("location", &self.location())
+            .field("flags", &self.flags())
             .finish()
     }
 }
@@ -348,7 +333,7 @@ where
 }
 
 /// What `spawn_tracked` and `spawn_local_tracked` share: a fresh
-/// `TaskMeta` (the caller's location and its registry entry), the handle.
+/// `TaskMeta`, the registry entry (with the caller's location), the handle.
 /// `build` makes the task (Send or not) from the meta and the registry.
 #[track_caller]
 fn spawn_in<T>(
@@ -359,10 +344,11 @@ fn spawn_in<T>(
         Arc<Registry>,
     ) -> (Runnable, async_task::Task<harness::Output<T>, TaskMeta>),
 ) -> Spawned<T> {
-    let mut meta = TaskMeta::new(kind);
+    let location = Location::caller();
+    let mut meta = TaskMeta::new(kind, location);
     let id = meta.id.as_u64();
     let reg = registry.clone();
-    let (runnable, task, raw, live) = registry.insert(id, |index| {
+    let (runnable, task, raw, live) = registry.insert(id, location, |index| {
         meta.set_slot(index);
         build(meta, reg)
     });
@@ -383,7 +369,7 @@ where
     S: async_task::Schedule<TaskMeta> + Send + Sync + 'static,
 {
     let (runnable, task) = async_task::Builder::new()
-        .metadata(TaskMeta::new(Kind::Blocking))
+        .metadata(TaskMeta::new(Kind::Blocking, Location::caller()))
         .spawn(move |meta| Harness::new(future, meta, None), schedule);
     // One waker clone and drop (two atomic updates) per blocking spawn,
     // which also takes the pool's lock: tracked tasks get this for free
@@ -397,64 +383,72 @@ mod tests {
     use super::*;
 
     #[test]
-    fn meta_keeps_location_and_flags_apart() {
-        let here = Location::caller();
-        let meta = TaskMeta::new(Kind::Task);
-        assert_eq!(meta.location().file(), here.file());
+    fn abort_and_finish_flags() {
+        let meta = TaskMeta::new(Kind::Task, Location::caller());
         assert!(!meta.is_aborted() && !meta.is_finished());
         assert!(meta.set_aborted());
         assert!(!meta.set_aborted(), "a second abort has nothing to do");
         assert!(meta.is_aborted());
         meta.set_finished();
         assert!(meta.is_finished());
-        assert_eq!(meta.location().file(), here.file());
-        assert_eq!(meta.location().line(), here.line() + 1);
+        assert!(!meta.set_aborted(), "nothing to abort once finished");
     }
 
     /// The `#[track_caller]` chain reaches the user's call for every way
-    /// to spawn. (Builds a runtime: not under loom, whose primitives only
-    /// work inside a model.)
+    /// to spawn a tracked task (the location is in the registry entry, read
+    /// by the task dump; `spawn_blocking` closures are not in the dump).
+    /// (Builds a runtime: not under loom, whose primitives only work inside
+    /// a model.)
     #[test]
     #[cfg(not(loom))]
     fn spawn_functions_record_their_callers_location() {
-        fn check(loc: Option<&'static Location<'static>>, line: u32) {
-            let loc = loc.expect("a live task has a location");
-            assert_eq!((loc.file(), loc.line()), (file!(), line));
-        }
+        use std::future::pending;
         let rt = crate::Builder::new().max_procs(1).build().unwrap();
-        let h = rt.spawn(async {});
-        check(h.location(), line!() - 1);
-        let h2 = rt.handle().spawn_blocking(|| ());
-        check(h2.location(), line!() - 1);
-        let h3 = rt.handle().spawn_on(0, async {});
-        check(h3.location(), line!() - 1);
+        let check = |id: Id, line: u32| {
+            let dump = rt.dump();
+            let t = dump
+                .tasks()
+                .iter()
+                .find(|t| t.id == id)
+                .expect("a live task is in the dump");
+            assert_eq!((t.location.file(), t.location.line()), (file!(), line));
+        };
+        let h = rt.spawn(pending::<()>());
+        check(h.id(), line!() - 1);
+        let h3 = rt.handle().spawn_on(0, pending::<()>());
+        check(h3.id(), line!() - 1);
+        let mut lines = Vec::new();
+        let mut set = JoinSet::new();
         rt.block_on(async {
-            let a = crate::spawn(async {});
-            let a_line = line!() - 1;
-            check(a.location(), a_line);
-            let b = crate::spawn_local(async {});
-            check(b.location(), line!() - 1);
-            let c = crate::spawn_blocking(|| ());
-            check(c.location(), line!() - 1);
-            let d = crate::numa::spawn_on(0, async {});
-            check(d.location(), line!() - 1);
-            let mut set = JoinSet::new();
-            let e = set.spawn(async {});
-            check(e.location(), line!() - 1);
-            let f = set.spawn_local(async {});
-            check(f.location(), line!() - 1);
-            let g = set.spawn_blocking(|| ());
-            check(g.location(), line!() - 1);
-            let i = set.spawn_on(0, async {});
-            check(i.location(), line!() - 1);
-            check(a.abort_handle().location(), a_line);
-            for t in [a, b, c, d] {
-                t.await.unwrap();
+            let a = crate::spawn(pending::<()>());
+            lines.push((a.id(), line!() - 1));
+            let b = crate::spawn_local(pending::<()>());
+            lines.push((b.id(), line!() - 1));
+            let d = crate::numa::spawn_on(0, pending::<()>());
+            lines.push((d.id(), line!() - 1));
+            let e = set.spawn(pending::<()>());
+            lines.push((e.id(), line!() - 1));
+            let f = set.spawn_local(pending::<()>());
+            lines.push((f.id(), line!() - 1));
+            let i = set.spawn_on(0, pending::<()>());
+            lines.push((i.id(), line!() - 1));
+            // Inside the `block_on`: its pinned tasks end with it.
+            for (id, line) in lines {
+                check(id, line);
+            }
+            for t in [&a, &b, &d] {
+                t.abort();
+            }
+            for t in [a, b, d] {
+                assert!(t.await.unwrap_err().is_cancelled());
             }
             set.shutdown().await;
         });
-        for t in [h, h2, h3] {
-            rt.block_on(t).unwrap();
+        for t in [&h, &h3] {
+            t.abort();
+        }
+        for t in [h, h3] {
+            assert!(rt.block_on(t).unwrap_err().is_cancelled());
         }
     }
 
@@ -462,9 +456,10 @@ mod tests {
     /// See `TaskMeta` for why these sizes matter.
     #[test]
     #[cfg(not(feature = "tracing"))]
-    fn meta_is_three_words_and_the_harness_adds_two() {
+    fn meta_is_five_u32_and_the_harness_adds_two_words() {
         let word = std::mem::size_of::<usize>();
-        assert_eq!(std::mem::size_of::<TaskMeta>(), 3 * word);
+        assert_eq!(std::mem::size_of::<TaskMeta>(), 20);
+        assert_eq!(std::mem::align_of::<TaskMeta>(), 4);
         assert_eq!(
             std::mem::size_of::<Harness<std::future::Pending<()>>>(),
             2 * word
@@ -477,7 +472,7 @@ mod tests {
 
     #[test]
     fn slot_and_scheduled_bit_share_a_word() {
-        let mut meta = TaskMeta::new(Kind::Task);
+        let mut meta = TaskMeta::new(Kind::Task, Location::caller());
         meta.set_slot(registry::MAX_INDEX as u32);
         assert!(!meta.is_scheduled());
         meta.note_scheduled();

@@ -17,6 +17,7 @@
 //! one word for its registry (the `Arc`), not three.
 
 use super::{Runnable, TaskRef};
+use std::panic::Location;
 use std::sync::{Arc, Mutex};
 use std::task::Waker;
 
@@ -34,11 +35,14 @@ struct Slab {
     free: Vec<usize>,
 }
 
-/// A live task: a waker (which keeps its allocation alive) and its
-/// metadata, read by the task dump.
+/// A live task: a waker (which keeps its allocation alive), its metadata
+/// and its spawn location, read by the task dump. The location lives here,
+/// written once under the lock the spawn takes anyway, rather than in the
+/// task's allocation (see `TaskMeta` on why every word there counts).
 struct Entry {
     waker: Waker,
     meta: std::ptr::NonNull<super::TaskMeta>,
+    location: &'static Location<'static>,
 }
 
 // SAFETY: `meta` points into the task's header, which the entry's waker
@@ -69,7 +73,8 @@ impl Registry {
     }
 
     /// Spawns a task through `spawn` (given its entry's index in the shard
-    /// of task id `id`) and records its waker, under one lock of one shard.
+    /// of task id `id`) and records its waker and spawn `location`, under
+    /// one lock of one shard.
     /// Also returns the waker's raw parts, for the task's `JoinHandle` (see
     /// `TaskRef`): no extra waker clone per spawn. `live` is false if the
     /// registry is closed: the caller drops the runnable, whose harness
@@ -80,6 +85,7 @@ impl Registry {
     pub(crate) fn insert<T>(
         &self,
         id: u64,
+        location: &'static Location<'static>,
         spawn: impl FnOnce(u32) -> (Runnable, T),
     ) -> (Runnable, T, TaskRef, bool) {
         let mut s = self.shards[self.shard_of(id)]
@@ -109,7 +115,11 @@ impl Registry {
             return (runnable, task, raw, false);
         }
         let meta = std::ptr::NonNull::from(runnable.metadata());
-        s.entries[index] = Some(Entry { waker, meta });
+        s.entries[index] = Some(Entry {
+            waker,
+            meta,
+            location,
+        });
         (runnable, task, raw, true)
     }
 
@@ -148,17 +158,26 @@ impl Registry {
             .sum()
     }
 
-    /// Calls `f` with the metadata of every live task, under each shard's
-    /// lock in turn (the task dump).
-    pub(crate) fn for_each(&self, mut f: impl FnMut(&super::TaskMeta)) {
+    /// Calls `f` with the metadata and spawn location of every live task,
+    /// under each shard's lock in turn (the task dump).
+    pub(crate) fn for_each(&self, mut f: impl FnMut(&super::TaskMeta, &'static Location<'static>)) {
         for shard in self.shards.iter() {
             let s = shard.lock().unwrap_or_else(|e| e.into_inner());
             for e in s.entries.iter().flatten() {
                 // SAFETY: the entry's waker keeps the header alive while the
                 // entry exists, and we hold the lock that removes it.
-                f(unsafe { e.meta.as_ref() });
+                f(unsafe { e.meta.as_ref() }, e.location);
             }
         }
+    }
+
+    /// The spawn location of task `id` at entry `index`, if the entry is
+    /// filled (for a message about the task).
+    pub(crate) fn location(&self, id: u64, index: u32) -> Option<&'static Location<'static>> {
+        let s = self.shards[self.shard_of(id)]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        s.entries.get(index as usize)?.as_ref().map(|e| e.location)
     }
 
     /// Closes the registry (later spawns are refused) and wakes every live
