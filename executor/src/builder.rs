@@ -1,9 +1,8 @@
 //! `Builder`: configures and builds a [`Runtime`](crate::Runtime).
 
-use crate::config::{Callback, Config};
+use crate::config::{self, Callback, Config, DeadlockMode, SchedTrace};
 use crate::runtime::{Handle, Runtime};
 use crate::scheduler::Shared;
-use crate::sysmon::{self, DeadlockMode, SchedTrace};
 use crate::HistogramConfig;
 use numa_rt_numa::Topology;
 use std::fmt;
@@ -26,7 +25,7 @@ pub const MAXPROCS_ENV: &str = "NUMA_RT_MAXPROCS";
 /// ```
 pub struct Builder {
     max_procs: Option<usize>,
-    procs_source: Option<crate::config::ProcsSource>,
+    procs_source: Option<config::ProcsSource>,
     thread_name: Arc<dyn Fn() -> String + Send + Sync>,
     thread_stack_size: Option<usize>,
     max_blocking_threads: usize,
@@ -360,21 +359,21 @@ impl Builder {
         }
         let stall_threshold = match self.stall_threshold {
             Some(t) => t,
-            None => sysmon::env(sysmon::STALL_ENV, sysmon::parse_stall)?
+            None => config::env(config::STALL_ENV, config::parse_stall)?
                 .unwrap_or(Some(Duration::from_millis(10))),
         };
         let retake_threshold = match self.retake_threshold {
             Some(t) => t,
-            None => sysmon::env(sysmon::RETAKE_ENV, sysmon::parse_retake)?
+            None => config::env(config::RETAKE_ENV, config::parse_retake)?
                 .unwrap_or(Some(Duration::from_millis(10))),
         };
         let schedtrace = match self.schedtrace {
             Some(t) => Some(t),
-            None => sysmon::env(sysmon::SCHEDTRACE_ENV, sysmon::parse_schedtrace)?,
+            None => config::env(config::SCHEDTRACE_ENV, config::parse_schedtrace)?,
         };
         let deadlock = match self.deadlock {
             Some(d) => d,
-            None => sysmon::env(sysmon::DEADLOCK_ENV, sysmon::parse_deadlock)?
+            None => config::env(config::DEADLOCK_ENV, config::parse_deadlock)?
                 .or(self.deadlock_default)
                 .unwrap_or_else(DeadlockMode::default_for_build),
         };
@@ -385,7 +384,7 @@ impl Builder {
             None => match maxprocs_from_env()? {
                 Some(n) => (n, None),
                 None => {
-                    let source: crate::config::ProcsSource = match &self.procs_source {
+                    let source: config::ProcsSource = match &self.procs_source {
                         Some(f) => f.clone(),
                         None => Arc::new(numa_rt_numa::sys::default_max_procs),
                     };
@@ -436,7 +435,9 @@ impl Builder {
             #[cfg(feature = "tokio-compat")]
             tokio_compat: self.tokio_compat,
         };
-        let shared = Shared::build(config, topology, node_of_p, start_node)?;
+        let shared = Shared::build(config, topology, node_of_p, start_node, |shared| {
+            Arc::new(crate::sysmon::Sysmon::new(shared))
+        })?;
         crate::blocking::resolve_names_on_blocking_pool();
         Ok(Runtime::from_handle(Handle { shared }))
     }

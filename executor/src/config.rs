@@ -1,4 +1,7 @@
-//! `Config`: the settings the scheduler reads while it runs, made by [`Builder`](crate::Builder).
+//! `Config`: the settings the scheduler reads while it runs, made by [`Builder`](crate::Builder),
+//! and sysmon's settings (`DeadlockMode`, `SchedTrace`, their environment variables and
+//! parsers). Below the scheduler: it imports nothing of the executor's (docs/architecture.md,
+//! the floors under "Glossary").
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,9 +36,9 @@ pub(crate) struct Config {
     /// re-reads it about once a second. `None`: the user chose.
     pub(crate) procs_source: Option<ProcsSource>,
     /// sysmon: print the schedtrace this often.
-    pub(crate) schedtrace: Option<crate::sysmon::SchedTrace>,
+    pub(crate) schedtrace: Option<SchedTrace>,
     /// sysmon: what the deadlock diagnostic does.
-    pub(crate) deadlock: crate::sysmon::DeadlockMode,
+    pub(crate) deadlock: DeadlockMode,
     /// The clock starts paused (`Builder::start_paused`, tests).
     pub(crate) start_paused: bool,
     /// Start the side tokio runtime (`crate::tokio_compat`).
@@ -77,6 +80,130 @@ pub(crate) fn name_thread(f: &Arc<dyn Fn() -> String + Send + Sync>) -> String {
     }
 }
 
+// sysmon's settings: their types, environment variables and parsers (the
+// builder reads the variables; sysmon, above the scheduler, acts on them).
+
+/// The environment variable that sets the schedtrace period: `<ms>` or
+/// `<ms>,detail`.
+pub const SCHEDTRACE_ENV: &str = "NUMA_RT_SCHEDTRACE";
+/// The environment variable that sets the deadlock diagnostic: `warn`,
+/// `panic` or `off`.
+pub const DEADLOCK_ENV: &str = "NUMA_RT_DEADLOCK";
+/// The environment variable that sets the stall threshold in milliseconds
+/// (`off` or `0`: no stall reports).
+pub const STALL_ENV: &str = "NUMA_RT_STALL_MS";
+/// The environment variable that sets the retake threshold in milliseconds
+/// (`off` or `0`: no retake).
+pub const RETAKE_ENV: &str = "NUMA_RT_RETAKE_MS";
+
+/// What the deadlock diagnostic does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeadlockMode {
+    /// Nothing.
+    Off,
+    /// One line on stderr per deadlock.
+    Warn,
+    /// Every parked `block_on` panics with the diagnostic.
+    Panic,
+}
+
+impl DeadlockMode {
+    /// `warn` in debug builds, `off` in release builds.
+    pub fn default_for_build() -> DeadlockMode {
+        if cfg!(debug_assertions) {
+            DeadlockMode::Warn
+        } else {
+            DeadlockMode::Off
+        }
+    }
+}
+
+/// The schedtrace settings: a period, and whether to add per-P lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SchedTrace {
+    pub(crate) every: Duration,
+    pub(crate) detail: bool,
+}
+
+/// Parses `NUMA_RT_SCHEDTRACE`: `<ms>` or `<ms>,detail`, ms ≥ 1.
+pub(crate) fn parse_schedtrace(v: &str) -> Result<SchedTrace, String> {
+    let bad = |why: &str| {
+        format!("{SCHEDTRACE_ENV}={v:?}: {why} (expected <ms> or <ms>,detail, e.g. 1000,detail)")
+    };
+    let mut parts = v.trim().split(',');
+    let ms = parts.next().unwrap_or("").trim();
+    let ms: u64 = ms
+        .parse()
+        .map_err(|_| bad("the period is not a whole number of milliseconds"))?;
+    if ms == 0 {
+        return Err(bad("the period must be at least 1 ms"));
+    }
+    let detail = match parts.next().map(str::trim) {
+        None => false,
+        Some("detail") => true,
+        Some(_) => return Err(bad("the only option is `detail`")),
+    };
+    if parts.next().is_some() {
+        return Err(bad("too many fields"));
+    }
+    Ok(SchedTrace {
+        every: Duration::from_millis(ms),
+        detail,
+    })
+}
+
+/// Parses `NUMA_RT_DEADLOCK`.
+pub(crate) fn parse_deadlock(v: &str) -> Result<DeadlockMode, String> {
+    match v.trim() {
+        "warn" => Ok(DeadlockMode::Warn),
+        "panic" => Ok(DeadlockMode::Panic),
+        "off" => Ok(DeadlockMode::Off),
+        _ => Err(format!("{DEADLOCK_ENV}={v:?}: expected warn, panic or off")),
+    }
+}
+
+/// Parses `NUMA_RT_STALL_MS`: a whole number of milliseconds ≥ 1, or `off`
+/// (or `0`) for no stall reports.
+pub(crate) fn parse_stall(v: &str) -> Result<Option<Duration>, String> {
+    parse_ms_or_off(STALL_ENV, v)
+}
+
+/// Parses `NUMA_RT_RETAKE_MS`: a whole number of milliseconds ≥ 1, or `off`
+/// (or `0`) for no retake.
+pub(crate) fn parse_retake(v: &str) -> Result<Option<Duration>, String> {
+    parse_ms_or_off(RETAKE_ENV, v)
+}
+
+/// `off` or `0`: `None`; a whole number of milliseconds: `Some`; anything
+/// else an error naming the variable `name` and the value.
+fn parse_ms_or_off(name: &str, v: &str) -> Result<Option<Duration>, String> {
+    match v.trim() {
+        "off" | "0" => Ok(None),
+        t => t
+            .parse::<u64>()
+            .map(|ms| Some(Duration::from_millis(ms)))
+            .map_err(|_| format!("{name}={v:?}: expected a whole number of milliseconds, or off")),
+    }
+}
+
+/// Reads an env variable: unset or empty is `None`.
+pub(crate) fn env<T>(
+    name: &str,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> std::io::Result<Option<T>> {
+    match std::env::var(name) {
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(v)) => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{name}={v:?}: not valid UTF-8"),
+        )),
+        Ok(v) if v.trim().is_empty() => Ok(None),
+        Ok(v) => parse(&v)
+            .map(Some)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e)),
+    }
+}
+
 /// "Every `n` ticks", tested once per task the scheduler runs without a
 /// division: `tick % n == 0` through one multiplication and one comparison
 /// (Lemire, Kaser and Kurz, "Faster remainder by direct computation", 2019:
@@ -108,7 +235,7 @@ impl Every {
 
 #[cfg(test)]
 mod tests {
-    use super::Every;
+    use super::*;
 
     #[test]
     fn every_agrees_with_the_remainder() {
@@ -122,5 +249,36 @@ mod tests {
                 assert_eq!(e.hits(x), x % n == 0, "n = {n}, x = {x}");
             }
         }
+    }
+
+    #[test]
+    fn env_values_parse_or_name_what_is_wrong() {
+        assert_eq!(
+            parse_schedtrace("1000").unwrap(),
+            SchedTrace {
+                every: Duration::from_secs(1),
+                detail: false
+            }
+        );
+        assert!(parse_schedtrace(" 50,detail ").unwrap().detail);
+        for bad in ["", "x", "0", "10,verbose", "10,detail,x", "-5"] {
+            let e = parse_schedtrace(bad).unwrap_err();
+            assert!(e.starts_with(SCHEDTRACE_ENV), "{e}");
+            assert!(e.contains(&format!("{bad:?}")), "{e}");
+        }
+        assert_eq!(parse_deadlock("panic").unwrap(), DeadlockMode::Panic);
+        assert!(parse_deadlock("loud")
+            .unwrap_err()
+            .contains("NUMA_RT_DEADLOCK=\"loud\""));
+        assert_eq!(parse_stall("off").unwrap(), None);
+        assert_eq!(parse_stall("25").unwrap(), Some(Duration::from_millis(25)));
+        assert!(parse_stall("10ms")
+            .unwrap_err()
+            .contains("NUMA_RT_STALL_MS"));
+        assert_eq!(parse_retake("0").unwrap(), None);
+        assert_eq!(parse_retake("off").unwrap(), None);
+        assert_eq!(parse_retake("5").unwrap(), Some(Duration::from_millis(5)));
+        let e = parse_retake("soon").unwrap_err();
+        assert!(e.contains("NUMA_RT_RETAKE_MS=\"soon\""), "{e}");
     }
 }

@@ -42,12 +42,12 @@ mod scheduler;
 mod spawn;
 mod sysmon;
 pub mod task;
-mod thread_life;
 #[cfg(feature = "tokio-compat")]
 mod tokio_compat;
 
 pub use blocking::{block_in_place, resolve_names_on_blocking_pool};
 pub use builder::{Builder, MAXPROCS_ENV};
+pub use config::{DeadlockMode, DEADLOCK_ENV, RETAKE_ENV, SCHEDTRACE_ENV, STALL_ENV};
 pub use histogram::HistogramConfig;
 pub use metrics::{
     Instrumented, Intervals, NodeMetrics, ProcMetrics, RuntimeMetrics, TaskMetrics, TaskMonitor,
@@ -55,5 +55,4 @@ pub use metrics::{
 pub use runtime::{Handle, Runtime, TryCurrentError};
 pub use scheduler::context::EnterGuard;
 pub use spawn::{spawn, spawn_blocking, spawn_local};
-pub use sysmon::{DeadlockMode, DEADLOCK_ENV, RETAKE_ENV, SCHEDTRACE_ENV, STALL_ENV};
 pub use task::{AbortHandle, JoinError, JoinHandle, JoinSet};

@@ -249,7 +249,7 @@ impl Handle {
         // The side tokio runtime's context for the duration (it nests
         // inside any context this thread has: tokio's guards are left in
         // reverse order, and this one drops when block_on returns).
-        let _tokio = crate::thread_life::enter_tokio(&self.shared);
+        let _tokio = crate::scheduler::thread_life::enter_tokio(&self.shared);
         let notified = Arc::new(AtomicBool::new(true));
         let local = LocalQueue::for_block_on(notified.clone());
         self.shared.register_local(&local.tasks);

@@ -9,7 +9,7 @@
 //! small current-thread tokio runtime (I/O and time drivers on) driven by
 //! one thread, `numa_rt-tokio`, and every numa_rt thread enters that
 //! runtime's context: M's and blocking threads for their whole life
-//! (`crate::thread_life`), `block_on` callers while `block_on` runs.
+//! (`crate::scheduler::thread_life`), `block_on` callers while `block_on` runs.
 //!
 //! What runs where: a tokio resource registers with the side runtime's
 //! driver, which the side thread polls; when it is ready the driver calls

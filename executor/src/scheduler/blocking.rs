@@ -174,7 +174,7 @@ impl Inner {
     fn run(self: Arc<Inner>) {
         let shared = self.shared.get().and_then(|w| w.upgrade());
         // The builder's hooks and the tokio context, as on an M.
-        let life = shared.as_deref().map(crate::thread_life::started);
+        let life = shared.as_deref().map(super::thread_life::started);
         let enter = shared.clone().map(context::enter);
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         loop {

@@ -245,7 +245,7 @@ fn run_machine(
 ) {
     bind_machine(&shared, machine.node, first_p);
     // The hooks (a panicking one is contained) and the tokio context.
-    let life = crate::thread_life::started(&shared);
+    let life = super::thread_life::started(&shared);
     let worker = Worker::new(shared.clone(), machine.clone());
     let _cx = context::enter_worker(&worker);
     let _reactor = numa_rt_reactor::context::enter(&shared.reactor);

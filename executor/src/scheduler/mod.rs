@@ -25,6 +25,7 @@ pub(crate) mod local;
 pub(crate) mod machine;
 pub(crate) mod processor;
 pub(crate) mod seat;
+pub(crate) mod thread_life;
 
 use crate::config::Config;
 use crate::task::registry::Registry;
@@ -80,8 +81,10 @@ pub(crate) struct Shared {
     /// Why retake is off although configured (`membarrier` unavailable;
     /// see `seat`), for `RuntimeMetrics::retake_unavailable`.
     pub(crate) retake_unavailable: Option<String>,
-    /// sysmon's round (`crate::sysmon`); the monitor thread holds it weakly.
-    sysmon: std::sync::OnceLock<Arc<crate::sysmon::Sysmon>>,
+    /// sysmon's round (made by the caller of [`Shared::build`]: sysmon sits
+    /// above the scheduler and reads it); the monitor thread holds it
+    /// weakly, this keeps it alive.
+    sysmon: std::sync::OnceLock<Arc<dyn numa_rt_reactor::SysmonHook>>,
     /// The side tokio runtime whose context every thread of this runtime
     /// enters (`Builder::enable_tokio_compat`); stopped by shutdown.
     #[cfg(feature = "tokio-compat")]
@@ -171,6 +174,7 @@ impl Shared {
         topology: Topology,
         node_of_p: Vec<usize>,
         start_node: usize,
+        sysmon: impl FnOnce(std::sync::Weak<Shared>) -> Arc<dyn numa_rt_reactor::SysmonHook>,
     ) -> std::io::Result<Arc<Shared>> {
         // Retake needs membarrier (see `seat`); without it, it is off and
         // the reason is told once per process, never a failure.
@@ -260,9 +264,8 @@ impl Shared {
         // stuck P's, polls the pollers nobody watches (the reactor's
         // monitor), which a runtime of one P needs too, and auto-advances a
         // paused clock. It sleeps while the runtime is idle.
-        let sysmon = Arc::new(crate::sysmon::Sysmon::new(Arc::downgrade(&shared)));
-        let weak = Arc::downgrade(&sysmon);
-        let hook: std::sync::Weak<dyn numa_rt_reactor::SysmonHook> = weak;
+        let sysmon = sysmon(Arc::downgrade(&shared));
+        let hook = Arc::downgrade(&sysmon);
         let _ = shared.sysmon.set(sysmon);
         shared.reactor.set_sysmon(hook)?;
         if shared.config.start_paused {

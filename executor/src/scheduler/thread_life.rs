@@ -7,7 +7,7 @@
 //! blocking pool ran no hooks). The monitor thread and the side tokio
 //! thread run no user code and are left out.
 
-use crate::scheduler::Shared;
+use super::Shared;
 
 /// A runtime thread's life: made by [`started`], ended by
 /// [`ThreadLife::stopping`].
