@@ -1,7 +1,7 @@
 //! `Config`: the settings the scheduler reads while it runs, made by [`Builder`](crate::Builder),
 //! and sysmon's settings (`DeadlockMode`, `SchedTrace`, their environment variables and
-//! parsers). Below the scheduler: it imports nothing of the executor's (docs/architecture.md,
-//! the floors under "Glossary").
+//! parsers). Below the scheduler: of the executor it names only `HistogramConfig`
+//! (`histogram.rs`, also below; docs/architecture.md, the floors under "Glossary").
 
 use std::sync::Arc;
 use std::time::Duration;
