@@ -15,7 +15,11 @@
 //!   target `numa_rt::sysmon` and those as fields instead). A stall is
 //!   seen without any cost to the poll: the P's poll counter has not moved
 //!   since the previous round while the P is inside a task (Go's
-//!   `schedtick` test), so no clock is read per poll;
+//!   `schedtick` test), so no clock is read per poll. Past the threshold,
+//!   the M thread's CPU-time clock and state decide whether the task is to
+//!   blame: a thread that was runnable but got almost no CPU between two
+//!   rounds (an oversubscribed machine, a container throttled by its CPU
+//!   quota) is not reported (`judge_stall`);
 //! - **prints the schedtrace** every `NUMA_RT_SCHEDTRACE` milliseconds
 //!   (`Builder::schedtrace`): Go's `SCHED` line plus one line per node, and
 //!   with `,detail` one line per P (Go's `scheddetail`);
@@ -107,6 +111,73 @@ struct Stall {
     polls: u64,
     since: Instant,
     reported: bool,
+    /// Past the stall threshold: when the M thread's CPU time was first
+    /// read, and its value (see [`judge_stall`]).
+    probe: Option<(Instant, Duration)>,
+}
+
+/// The shortest window over which [`judge_stall`] decides whether an M
+/// waited for a CPU: shorter ones are a handful of scheduler ticks.
+const STARVE_WINDOW: Duration = Duration::from_millis(2);
+
+/// The share of a window below which a runnable M counts as starved of CPU
+/// rather than held by its task. A task that spins on a CPU it shares with
+/// one other busy thread runs ~50% of the time: still reported.
+const STARVED_RUN_SHARE: f64 = 0.2;
+
+/// What [`judge_stall`] found.
+#[derive(Debug, PartialEq, Eq)]
+enum Judged {
+    /// The task holds its thread (it runs, or it sleeps in a system call):
+    /// report it.
+    Task,
+    /// The thread is runnable but got (almost) no CPU over the window: the
+    /// machine, or the process's CPU quota, is oversubscribed, and the poll
+    /// is slow through no fault of the task. Not reported; looked at again
+    /// next round.
+    Starved,
+    /// Not known yet: the first look, or a window too short.
+    Later,
+}
+
+/// Whether P `p`'s stall past the threshold is its task's doing. The poll
+/// counter cannot tell a task that blocks its thread from a thread the OS
+/// does not run: with more runnable threads than CPUs, or in a container
+/// throttled by its CPU quota (CFS throttles for up to a period, 100 ms by
+/// default), any poll can outlast the threshold, and blaming its task then
+/// sends the task's author after a bug that is not there. Two looks at the
+/// M thread tell: its CPU-time clock since the stall passed the threshold
+/// (the first look), and its state (`R` runnable, `S`/`D` asleep) now. A
+/// task that runs uses the CPU; one that blocks in a system call sleeps; a
+/// thread that is runnable and has used under a fifth of the time since
+/// the first look was waiting for a CPU. The share is taken over the whole
+/// time since the first look, not since the last round: a starved thread
+/// still gets a slice now and then, and a short window that catches one
+/// would blame the task. (The kernel's `schedstat` wait time cannot say
+/// it: it is added up only when the thread gets a CPU again.) Where either
+/// cannot be read the stall is reported, as before.
+fn judge_stall(shared: &Shared, p: usize, s: &mut Stall, now: Instant) -> Judged {
+    let Some(m) = shared.procs[p].holder() else {
+        return Judged::Task;
+    };
+    let Ok(cpu) = numa_rt_numa::sys::thread_cpu_time(m.tid) else {
+        return Judged::Task;
+    };
+    let Some((at, before)) = s.probe else {
+        s.probe = Some((now, cpu));
+        return Judged::Later;
+    };
+    let window = now.saturating_duration_since(at);
+    if window < STARVE_WINDOW {
+        return Judged::Later;
+    }
+    let ran = cpu.saturating_sub(before).as_secs_f64();
+    let runnable = numa_rt_numa::sys::thread_state(m.tid).is_ok_and(|c| c == 'R');
+    if runnable && ran < STARVED_RUN_SHARE * window.as_secs_f64() {
+        Judged::Starved
+    } else {
+        Judged::Task
+    }
 }
 
 impl Sysmon {
@@ -224,7 +295,8 @@ impl numa_rt_reactor::SysmonHook for Sysmon {
 
 /// Finds the P's stuck inside one poll: reports them past the stall
 /// threshold, and past the retake threshold hands their core to another M
-/// if they have other work. Returns how soon a retake may be due.
+/// if they have other work. Returns how soon the next round is wanted: a
+/// retake may be due, or a stall's judgement (`judge_stall`) waits on it.
 fn check_stalls(shared: &Arc<Shared>, st: &mut State, now: Instant) -> Option<Duration> {
     let cfg = &shared.config;
     let retake = cfg.retake_threshold.filter(|_| !st.retake_failed);
@@ -242,8 +314,16 @@ fn check_stalls(shared: &Arc<Shared>, st: &mut State, now: Instant) -> Option<Du
                 let ran = now.saturating_duration_since(s.since);
                 if let Some(threshold) = cfg.stall_threshold {
                     if !s.reported && ran >= threshold {
-                        s.reported = true;
-                        report_stall(shared, i, ran);
+                        match judge_stall(shared, i, s, now) {
+                            Judged::Task => {
+                                s.reported = true;
+                                report_stall(shared, i, ran);
+                            }
+                            // Look again soon: the report waits on it.
+                            Judged::Later | Judged::Starved => {
+                                due = Some(due.map_or(STARVE_WINDOW, |d| d.min(STARVE_WINDOW)));
+                            }
+                        }
                     }
                 }
                 let Some(threshold) = retake else { continue };
@@ -268,6 +348,7 @@ fn check_stalls(shared: &Arc<Shared>, st: &mut State, now: Instant) -> Option<Du
                     polls,
                     since: now,
                     reported: false,
+                    probe: None,
                 })
             }
             _ => *slot = None,

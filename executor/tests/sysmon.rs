@@ -269,3 +269,94 @@ fn sysmon_polls_a_poller_nobody_watches() {
     });
     assert!(saw, "nobody polled the stuck P's timer");
 }
+
+/// The calling thread's CPU time.
+fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a valid out-pointer.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// A poll that takes long only because its thread gets no CPU (the M runs
+/// at `SCHED_IDLE` on the CPU where a normal thread spins, as a thread of a
+/// container throttled by its CPU quota would wait) is not blamed on its
+/// task: the task itself needs 8 ms of CPU. Checked to fail (one "without
+/// yielding" report) when sysmon blames every long poll.
+#[test]
+fn a_poll_starved_of_cpu_is_not_reported_as_blocking() {
+    const NAME: &str = "a_poll_starved_of_cpu_is_not_reported_as_blocking";
+    if is_child(NAME) {
+        use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+        use std::sync::Arc;
+        let cpu = numa_rt_numa::sys::thread_affinity()
+            .expect("the affinity mask")
+            .first()
+            .expect("a CPU");
+        let one: numa_rt_numa::CpuSet = [cpu].into_iter().collect();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (pinned_tx, pinned_rx) = std::sync::mpsc::channel();
+        let hog = {
+            let (stop, one) = (stop.clone(), one.clone());
+            std::thread::spawn(move || {
+                numa_rt_numa::sys::set_thread_affinity(&one).expect("pin the hog");
+                pinned_tx.send(()).unwrap();
+                while !stop.load(Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        };
+        pinned_rx.recv().unwrap();
+        let rt = Builder::new()
+            .max_procs(1)
+            .stall_threshold(Some(Duration::from_millis(20)))
+            .retake_threshold(None)
+            .on_thread_start(move || {
+                numa_rt_numa::sys::set_thread_affinity(&one).expect("pin the M");
+                let param = libc::sched_param { sched_priority: 0 };
+                // SAFETY: this thread, a valid policy and parameter.
+                let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+                assert_eq!(rc, 0, "sched_setscheduler(SCHED_IDLE)");
+            })
+            .build()
+            .unwrap();
+        let wall = rt.block_on(async {
+            spawn(async {
+                let t0 = std::time::Instant::now();
+                let cpu0 = thread_cpu_time();
+                while thread_cpu_time() - cpu0 < Duration::from_millis(8) {
+                    std::hint::spin_loop();
+                }
+                t0.elapsed()
+            })
+            .await
+            .unwrap()
+        });
+        stop.store(true, Relaxed);
+        hog.join().unwrap();
+        eprintln!("starved poll: {} ms", wall.as_millis());
+        return;
+    }
+    let (ok, err) = child(NAME, &[]);
+    assert!(ok, "child failed:\n{err}");
+    let wall: u64 = err
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("starved poll: ")?
+                .strip_suffix(" ms")?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no duration in:\n{err}"));
+    // The scenario must really starve the poll well past the threshold
+    // (else this test would check nothing).
+    assert!(wall >= 200, "the poll was not starved ({wall} ms):\n{err}");
+    assert!(
+        !err.contains("without yielding"),
+        "a starved poll was blamed on its task:\n{err}"
+    );
+}

@@ -400,6 +400,55 @@ fn membarrier_cmd(cmd: c_int) -> io::Result<()> {
     }
 }
 
+/// The calling thread's kernel id (`gettid`), as `/proc/self/task/<tid>`
+/// names it.
+pub fn gettid() -> i32 {
+    // SAFETY: gettid takes no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}
+
+/// The CPU time thread `tid` of this process has used, from its CPU-time
+/// clock (glibc's `pthread_getcpuclockid` builds the same clock id from the
+/// thread id). Exact for a thread on a CPU right now, unlike
+/// `/proc/<pid>/task/<tid>/stat` (clock ticks) or `schedstat` (both
+/// updated at scheduler events). Fails (`EINVAL`) when the thread is gone.
+pub fn thread_cpu_time(tid: i32) -> io::Result<std::time::Duration> {
+    // The kernel's MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED): the inverted
+    // tid above three bits, CPUCLOCK_PERTHREAD_MASK (4) | CPUCLOCK_SCHED (2).
+    let clock = ((!tid) << 3) | 4 | 2;
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer; a bad clock id is an error.
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(std::time::Duration::new(
+        ts.tv_sec as u64,
+        ts.tv_nsec as u32,
+    ))
+}
+
+/// Thread `tid`'s scheduling state, the third field of
+/// `/proc/self/task/<tid>/stat`: `R` running or waiting for a CPU, `S`
+/// sleeping, `D` in uninterruptible sleep (disk I/O), ...
+pub fn thread_state(tid: i32) -> io::Result<char> {
+    let text = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat"))?;
+    parse_state(&text).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("/proc/self/task/{tid}/stat: no state in {text:?}"),
+        )
+    })
+}
+
+/// The state follows the command name, which is in parentheses and may
+/// itself hold spaces and parentheses: the last `)` ends it.
+fn parse_state(stat: &str) -> Option<char> {
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
 /// The process's CPU quota in whole CPUs, `ceil(quota / period)`, from
 /// cgroup v2 `cpu.max` or cgroup v1 `cpu.cfs_quota_us` / `cpu.cfs_period_us`.
 ///
@@ -439,6 +488,27 @@ fn max_procs_for(mask_cpus: usize, quota: Option<usize>) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thread_clock_and_state_of_this_thread() {
+        assert_eq!(parse_state("42 (a (b) c) S 1 2 3"), Some('S'));
+        assert_eq!(parse_state("42 (x) R 1"), Some('R'));
+        assert_eq!(parse_state("garbage"), None);
+        let tid = gettid();
+        assert!(tid > 0);
+        assert_eq!(thread_state(tid).unwrap(), 'R', "this thread runs");
+        let a = thread_cpu_time(tid).unwrap();
+        let spin = std::time::Instant::now();
+        while spin.elapsed() < std::time::Duration::from_millis(5) {
+            std::hint::spin_loop();
+        }
+        let b = thread_cpu_time(tid).unwrap();
+        assert!(b > a, "{a:?} then {b:?}");
+        // A thread that is gone: an error, never another thread's clock.
+        let gone = std::thread::spawn(gettid).join().unwrap();
+        assert!(thread_cpu_time(gone).is_err());
+        assert!(thread_state(gone).is_err());
+    }
 
     #[test]
     fn masks_round_trip() {

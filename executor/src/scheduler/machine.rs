@@ -68,6 +68,9 @@ const M_KEEP_ALIVE: Duration = Duration::from_secs(10);
 pub(crate) struct Machine {
     pub(crate) id: usize,
     pub(crate) node: usize,
+    /// The thread's kernel id: sysmon reads its scheduler statistics to
+    /// tell a task that blocks from a thread that waits for a CPU.
+    pub(crate) tid: i32,
     /// Tasks pinned to this thread (`spawn_local`); it also records the P
     /// this M holds, so their wakers can unpark the right driver.
     pub(crate) local: Arc<LocalQueue>,
@@ -180,6 +183,7 @@ pub(crate) fn start(
         let machine = Arc::new(Machine {
             id,
             node,
+            tid: numa_rt_numa::sys::gettid(),
             local: LocalQueue::for_machine(&s),
             seat: Seat::new(),
             handoff: Mutex::new(None),
