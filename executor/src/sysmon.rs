@@ -17,9 +17,9 @@
 //!   since the previous round while the P is inside a task (Go's
 //!   `schedtick` test), so no clock is read per poll. Past the threshold,
 //!   the M thread's CPU-time clock and state decide whether the task is to
-//!   blame: a thread that was runnable but got almost no CPU between two
-//!   rounds (an oversubscribed machine, a container throttled by its CPU
-//!   quota) is not reported (`judge_stall`);
+//!   blame: a thread that is runnable but has had almost no CPU since the
+//!   stall passed the threshold (an oversubscribed machine, a container
+//!   throttled by its CPU quota) is not reported (`judge_stall`);
 //! - **prints the schedtrace** every `NUMA_RT_SCHEDTRACE` milliseconds
 //!   (`Builder::schedtrace`): Go's `SCHED` line plus one line per node, and
 //!   with `,detail` one line per P (Go's `scheddetail`);
@@ -120,8 +120,8 @@ struct Stall {
 /// waited for a CPU: shorter ones are a handful of scheduler ticks.
 const STARVE_WINDOW: Duration = Duration::from_millis(2);
 
-/// The share of a window below which a runnable M counts as starved of CPU
-/// rather than held by its task. A task that spins on a CPU it shares with
+/// The share of the time since [`judge_stall`]'s first look below which a
+/// runnable M counts as starved of CPU rather than held by its task. A task that spins on a CPU it shares with
 /// one other busy thread runs ~50% of the time: still reported.
 const STARVED_RUN_SHARE: f64 = 0.2;
 
@@ -131,10 +131,10 @@ enum Judged {
     /// The task holds its thread (it runs, or it sleeps in a system call):
     /// report it.
     Task,
-    /// The thread is runnable but got (almost) no CPU over the window: the
-    /// machine, or the process's CPU quota, is oversubscribed, and the poll
-    /// is slow through no fault of the task. Not reported; looked at again
-    /// next round.
+    /// The thread is runnable but has had (almost) no CPU since the first
+    /// look: the machine, or the process's CPU quota, is oversubscribed,
+    /// and the poll is slow through no fault of the task. Not reported;
+    /// looked at again next round.
     Starved,
     /// Not known yet: the first look, or a window too short.
     Later,
