@@ -270,18 +270,6 @@ fn sysmon_polls_a_poller_nobody_watches() {
     assert!(saw, "nobody polled the stuck P's timer");
 }
 
-/// The calling thread's CPU time.
-fn thread_cpu_time() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid clock id and a valid out-pointer.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
-
 /// A poll that takes long only because its thread gets no CPU (the M runs
 /// at `SCHED_IDLE` on the CPU where a normal thread spins, as a thread of a
 /// container throttled by its CPU quota would wait) is not blamed on its
@@ -327,8 +315,10 @@ fn a_poll_starved_of_cpu_is_not_reported_as_blocking() {
         let wall = rt.block_on(async {
             spawn(async {
                 let t0 = std::time::Instant::now();
-                let cpu0 = thread_cpu_time();
-                while thread_cpu_time() - cpu0 < Duration::from_millis(8) {
+                let tid = numa_rt_numa::sys::gettid();
+                let cpu = || numa_rt_numa::sys::thread_cpu_time(tid).expect("own CPU clock");
+                let cpu0 = cpu();
+                while cpu() - cpu0 < Duration::from_millis(8) {
                     std::hint::spin_loop();
                 }
                 t0.elapsed()
