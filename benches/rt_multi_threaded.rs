@@ -7,9 +7,16 @@
 //! the same at 1 worker in the groups `<workload>/1proc`. Summarize the
 //! results with `python3 benches/summarize.py`.
 //!
+//! `BENCH_WORKERS` replaces the worker counts: a comma-separated list, each
+//! count a group suffix `/<n>proc` (2 keeps the plain name), so the same
+//! workloads run at 2, 4, 8 and 16 workers side by side in one run (the
+//! 16-core machine's `run.sh` sets it; on 2 CPUs the larger counts measure
+//! what grows with the P count, not parallel speed).
+//!
 //! ```text
 //! cargo bench --bench rt_multi_threaded -- --warm-up-time 1 --measurement-time 3
 //! cargo bench --bench rt_multi_threaded -- ping_pong      # one workload
+//! BENCH_WORKERS=4,8,16 cargo bench --bench rt_multi_threaded -- ping_pong
 //! ```
 
 mod common;
@@ -57,13 +64,29 @@ fn at(c: &mut Criterion, workers: usize) {
     compare::<ChainedSpawn>(c, workers);
 }
 
-fn two_workers(c: &mut Criterion) {
-    at(c, WORKERS);
+/// The worker counts to run: `BENCH_WORKERS` (e.g. `4,8,16`), or 2 then 1.
+/// A bad value stops the bench with a message naming the variable.
+fn worker_counts() -> Vec<usize> {
+    let Ok(list) = std::env::var("BENCH_WORKERS") else {
+        return vec![WORKERS, 1];
+    };
+    let counts: Result<Vec<usize>, String> = list
+        .split(',')
+        .map(|w| match w.trim().parse::<usize>() {
+            Ok(n) if (1..=1024).contains(&n) => Ok(n),
+            _ => Err(format!(
+                "BENCH_WORKERS={list:?}: {w:?} is not a worker count in 1..=1024"
+            )),
+        })
+        .collect();
+    counts.unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn one_worker(c: &mut Criterion) {
-    at(c, 1);
+fn all_counts(c: &mut Criterion) {
+    for workers in worker_counts() {
+        at(c, workers);
+    }
 }
 
-criterion_group!(benches, two_workers, one_worker);
+criterion_group!(benches, all_counts);
 criterion_main!(benches);

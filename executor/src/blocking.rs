@@ -2,7 +2,7 @@
 //!
 //! The blocking pool behind `spawn_blocking` is `scheduler::blocking`.
 
-use crate::scheduler::{context, machine};
+use crate::scheduler::{context, lifecycle};
 use std::sync::atomic::Ordering::Relaxed;
 
 /// Runs `f`, which may block, on the current thread after handing this M's
@@ -35,7 +35,7 @@ where
         // flag from now on (it may set it before `handoff` returns).
         p.in_task.store(false, Relaxed);
         p.clear_holder(&w.machine);
-        match machine::handoff(&shared, core) {
+        match lifecycle::handoff(&shared, core) {
             Ok(()) => {
                 // This M no longer holds a P: new I/O registers elsewhere and
                 // pinned wakes no longer target the P we gave away.

@@ -59,7 +59,7 @@
 
 use crate::config::{DeadlockMode, DEADLOCK_ENV};
 use crate::metrics::RuntimeMetrics;
-use crate::scheduler::{machine, Shared};
+use crate::scheduler::{lifecycle, Shared};
 use crate::task::{TaskDump, TaskInfo, TaskState};
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering::Relaxed;
@@ -373,7 +373,7 @@ fn has_other_work(shared: &Shared, i: usize, now: Instant) -> bool {
 
 /// Go's `retake` + `handoffp` for a P stuck in poll number `polls`: takes
 /// its core from the seat of the M holding it and hands it to another M
-/// (`machine::handoff`, as `block_in_place` does). The protocol is in
+/// (`lifecycle::handoff`, as `block_in_place` does). The protocol is in
 /// `scheduler::seat`. `Ok(false)`: the M was touching the core, or has
 /// moved on, or no M could be started: the next round tries again.
 fn retake_p(shared: &Arc<Shared>, i: usize, polls: u64) -> std::io::Result<bool> {
@@ -397,7 +397,7 @@ fn retake_p(shared: &Arc<Shared>, i: usize, polls: u64) -> std::io::Result<bool>
             // (and whoever waits on it, then reads the metrics) may run
             // before this thread gets here again.
             p.metrics.retakes.incr_shared();
-            machine::handoff(shared, core).inspect_err(|_| {
+            lifecycle::handoff(shared, core).inspect_err(|_| {
                 p.metrics.retakes.decr_shared();
                 p.in_task.store(true, Relaxed);
                 if was_holder {

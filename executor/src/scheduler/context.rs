@@ -4,34 +4,13 @@
 //! `Handle::try_current` wraps it in a `Handle`.
 
 use super::local::LocalQueue;
-use super::machine::Machine;
 use super::processor::Core;
+use super::worker::Worker;
 use super::{BoxCore, Shared};
 use crate::task::Runnable;
 use std::cell::{Cell, RefCell};
 use std::ptr;
 use std::sync::Arc;
-
-/// The state of an M's thread. Lives on the M's stack for its whole life.
-pub(crate) struct Worker {
-    pub(crate) shared: Arc<Shared>,
-    /// The M; while a task is polled or the driver runs, the P's core sits
-    /// in its seat (`machine.seat`, see `seat`), so the schedule function
-    /// can push to the local queue.
-    pub(crate) machine: Arc<Machine>,
-    /// Set while the P's driver fires wakers: those wakes are queued FIFO.
-    pub(crate) in_driver: Cell<bool>,
-}
-
-impl Worker {
-    pub(crate) fn new(shared: Arc<Shared>, machine: Arc<Machine>) -> Self {
-        Worker {
-            shared,
-            machine,
-            in_driver: Cell::new(false),
-        }
-    }
-}
 
 thread_local! {
     /// The M of this thread, if it is one. Set by `enter_worker` for the

@@ -21,11 +21,13 @@ pub(crate) mod blocking;
 pub(crate) mod context;
 pub(crate) mod idle;
 pub(crate) mod inject;
+pub(crate) mod lifecycle;
 pub(crate) mod local;
 pub(crate) mod machine;
 pub(crate) mod processor;
 pub(crate) mod seat;
 pub(crate) mod thread_life;
+pub(crate) mod worker;
 
 use crate::config::Config;
 use crate::task::registry::Registry;
@@ -281,7 +283,7 @@ impl Shared {
             // are still starting.
             core.spinning = true;
             shared.idle.start_spinning(node);
-            if let Err((e, _)) = machine::start(&shared, node, Some(core)) {
+            if let Err((e, _)) = lifecycle::start(&shared, node, Some(core)) {
                 let e = thread_start_error(&shared.config, index, nprocs, e);
                 // Stop the M's already started, and wait for them: build()
                 // fails without leaving threads behind.

@@ -19,7 +19,7 @@
 //! thread) sees the P stuck in one poll (`in_task` set, poll counter
 //! unchanged) and, past the retake threshold and when the P has other
 //! work, takes the core out of the seat and hands it to another M through
-//! `machine::handoff`, exactly as `block_in_place` does from inside the
+//! `lifecycle::handoff`, exactly as `block_in_place` does from inside the
 //! poll. When the poll returns, the stuck M finds the seat empty and goes
 //! on like an M returning from `block_in_place`: without a P, asking for it
 //! back.

@@ -1,0 +1,590 @@
+//! The scheduling loop: what an M does while it holds a P.
+//!
+//! The loop (docs/architecture.md, "The scheduling loop"):
+//! 1. every `global_queue_interval`-th tick: this M's pinned tasks, the P's
+//!    inbox, the node queue — one task, for fairness;
+//! 2. every `event_interval`-th tick: poll the P's driver without blocking;
+//! 3. `runnext` (at most `MAX_LIFO_POLLS` in a row), then the local ring;
+//! 4. pinned tasks, the inbox, a batch from the node queue;
+//! 5. the driver without blocking;
+//! 6. steal (if spinning is allowed): same-node P's, then remote node
+//!    queues, then remote P's;
+//! 7. park in the P's driver, after the barrier.
+//!
+//! The thread's life around the loop (start, node binding, hand-off, the
+//! pool of M's without a P) is `machine.rs`; the thread-local that lets a
+//! waker reach the running P's queue is `context.rs`.
+
+use super::machine::Machine;
+use super::processor::Core;
+use super::{BoxCore, Shared};
+use crate::task::Runnable;
+use numa_rt_reactor::coop;
+use std::cell::Cell;
+use std::sync::atomic::{fence, Ordering::*};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The state of an M's thread. Lives on the M's stack for its whole life.
+pub(crate) struct Worker {
+    pub(crate) shared: Arc<Shared>,
+    /// The M; while a task is polled or the driver runs, the P's core sits
+    /// in its seat (`machine.seat`, see `seat`), so the schedule function
+    /// can push to the local queue.
+    pub(crate) machine: Arc<Machine>,
+    /// Set while the P's driver fires wakers: those wakes are queued FIFO.
+    pub(crate) in_driver: Cell<bool>,
+}
+
+/// Consecutive `runnext` polls allowed before the ring gets a turn (tokio's
+/// figure). A task run from `runnext` inherits the tick (Go's inheritTime),
+/// so without this cap two tasks waking each other would starve the queue.
+/// Empty pre-park polls after which the node's watcher starts skipping
+/// them, and how many it skips between two it still makes (step 5 of
+/// `find_runnable`).
+const QUIET_POLLS: u8 = 8;
+const MAX_LIFO_POLLS: u32 = 3;
+
+/// Passes over the victims when stealing (Go's `stealTries`).
+const STEAL_PASSES: usize = 4;
+
+/// How long a thief lets a running victim's `runnext` sit before taking it:
+/// Go's 3 µs ("a sync chan send/recv takes ~50ns, so 3us gives ~50x overshoot").
+const RUNNEXT_GRACE: Duration = Duration::from_micros(3);
+
+/// How long a node's queue must go unserved before an M of another node
+/// takes from it (every P of the node is then inside a task, see
+/// `Shared::saturated`): a task that has just woken its awaiter and is
+/// about to return still counts as running, and the awaiter's next
+/// `spawn_on` to that node must not go to a remote spinner in that moment.
+/// 100 µs is ~30x Go's runnext grace: long enough for the node's own M,
+/// short next to the CPU a starved node wastes.
+const REMOTE_GRACE: Duration = Duration::from_micros(100);
+
+/// What a retired P's M does next (`Worker::retired_round`).
+enum Retired {
+    /// The quota grew back (or shutdown): the P works again.
+    Resume(BoxCore),
+    /// Run this pinned task of the M.
+    Run(BoxCore, Runnable),
+    /// The P went back to the M that lent it away.
+    Gone,
+}
+
+impl Worker {
+    pub(crate) fn new(shared: Arc<Shared>, machine: Arc<Machine>) -> Self {
+        Worker {
+            shared,
+            machine,
+            in_driver: Cell::new(false),
+        }
+    }
+
+    /// Runs tasks on `core` until the core is handed away or shutdown.
+    /// Returns true if `block_in_place` lent the P to another M, or sysmon
+    /// took it (retake).
+    pub(crate) fn run_core(&self, mut core: BoxCore) -> bool {
+        let index = core.index;
+        self.shared.procs[index].set_holder(&self.machine);
+        self.machine.local.set_machine_p(index);
+        self.shared.procs[index]
+            .metrics
+            .machine
+            .store(self.machine.id, Relaxed);
+        numa_rt_reactor::context::set_current_p(Some(index));
+        self.shared.procs[index].set_running(true);
+        let lent = loop {
+            let task;
+            (core, task) = match self.find_runnable(core) {
+                Some(x) => x,
+                None => break false, // shutdown, or given back
+            };
+            core = match self.run_task(core, task) {
+                Some(c) => c,
+                None => break true, // lent by block_in_place, or retaken
+            };
+        };
+        self.machine.local.set_machine_p(usize::MAX);
+        numa_rt_reactor::context::set_current_p(None);
+        lent
+    }
+
+    fn run_task(&self, mut core: BoxCore, task: Runnable) -> Option<BoxCore> {
+        if core.spinning {
+            // Go's resetspinning: the last spinner to find work wakes another,
+            // since there may be more work than it can take.
+            core.spinning = false;
+            if self.shared.idle.stop_spinning(core.node) {
+                self.shared.wake_idle_p(core.node);
+            }
+        }
+        let p = &self.shared.procs[core.index];
+        p.metrics.polls.incr();
+        // Busy time runs from the first task found to the next search for
+        // work (see `counters`); a clock read only when a batch begins.
+        core.begin_busy();
+        core.batch_polls = core.batch_polls.wrapping_add(1);
+        let hist = p.metrics.poll_histogram.as_deref();
+        let meta = task.metadata();
+        meta.note_polled(core.clock_ms);
+        p.current_task.store(meta.id.as_u64(), Relaxed);
+        p.in_task.store(true, Relaxed);
+        // SAFETY: this thread is the M owning the seat.
+        unsafe { self.machine.seat.enter_poll(core) };
+        let (forced, ns) = match hist {
+            None => (coop::budget_counting(|| task.run()).1, 0),
+            Some(_) => {
+                let t0 = Instant::now();
+                let forced = coop::budget_counting(|| task.run()).1;
+                let ns = t0.elapsed().as_nanos().min(u64::MAX as u128) as u64;
+                (forced, ns)
+            }
+        };
+        // SAFETY: as above.
+        let Some(core) = (unsafe { self.machine.seat.leave_poll() }) else {
+            // The P went to another M during the poll (block_in_place, or
+            // sysmon's retake): its counters and flags are that M's now, so
+            // this poll's end is not recorded on it.
+            return None;
+        };
+        p.in_task.store(false, Relaxed);
+        if let (Some(buckets), Some(shape)) = (hist, self.shared.config.poll_histogram.as_ref()) {
+            buckets[shape.bucket_of(ns)].incr();
+            p.metrics.poll_ns.add(ns);
+        }
+        if forced {
+            p.metrics.forced_yields.incr();
+        }
+        Some(core)
+    }
+
+    /// Finds the next task, parking when there is none. `None` on shutdown
+    /// (the core is then left in its processor's `core_slot`).
+    fn find_runnable(&self, mut core: BoxCore) -> Option<(BoxCore, Runnable)> {
+        let shared = &*self.shared;
+        let cfg = &shared.config;
+        // Woken from a park and not yet found anything: parking again with
+        // this set is a spurious wake-up.
+        let mut woke = false;
+        loop {
+            if shared.is_shutdown() {
+                let p = &shared.procs[core.index];
+                core.flush_busy(&p.metrics, false);
+                *p.core_slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(core);
+                return None;
+            }
+            // Above a shrunk CPU quota: no work but pinned tasks.
+            if core.retired {
+                match self.retired_round(core) {
+                    Retired::Resume(c) => core = c,
+                    Retired::Run(c, t) => return Some((c, t)),
+                    Retired::Gone => return None,
+                }
+                continue;
+            }
+            let m = &shared.procs[core.index].metrics;
+            // 1. Fairness: the other queues first, once in a while.
+            if cfg.global_queue_interval.hits(core.tick) {
+                if let Some(t) = self.machine.local.pop() {
+                    core.tick = core.tick.wrapping_add(1);
+                    return Some((core, t));
+                }
+                // A batch, not one task: with local work that never runs
+                // out (tasks that keep yielding), one task per 61 ticks
+                // would starve the node queue (tokio's spawn_many_remote_busy1
+                // took 370x longer that way).
+                if let Some(t) = self.take_batch(&mut core) {
+                    return Some((core, t));
+                }
+            }
+            // 2. Keep this P's I/O and timers moving while it is busy.
+            if cfg.event_interval.hits(core.tick) && core.tick != core.last_event_tick {
+                core.last_event_tick = core.tick;
+                // The batch boundary for busy time (one clock read per
+                // `event_interval` ticks; see `counters`).
+                core.flush_busy(m, true);
+                core = self.poll_driver(core, false);
+                // The quota re-read reaches a busy P here (one load per
+                // `event_interval` ticks).
+                if core.index >= shared.active_procs() {
+                    core.retired = true;
+                    continue;
+                }
+            }
+            // 3. runnext, then the ring.
+            if let Some((t, lifo)) = core.queue.pop(core.lifo_polls < MAX_LIFO_POLLS) {
+                if lifo {
+                    core.lifo_polls += 1;
+                    m.runnext_polls.incr();
+                } else {
+                    core.lifo_polls = 0;
+                    core.tick = core.tick.wrapping_add(1);
+                }
+                return Some((core, t));
+            }
+            core.lifo_polls = 0;
+            // 4. Pinned tasks, the inbox, the node queue.
+            if let Some(t) = self.machine.local.pop() {
+                core.tick = core.tick.wrapping_add(1);
+                return Some((core, t));
+            }
+            if let Some(t) = self.take_batch(&mut core) {
+                return Some((core, t));
+            }
+            // 5. The poller, without blocking. The node's watcher may skip
+            // it while it keeps finding nothing: its park blocks on every
+            // poller of the node, its own included, so it would see the
+            // same events one syscall later, and at light load (one
+            // connection) this poll is an empty `epoll_wait` per request.
+            // It still polls once per `QUIET_POLLS` skips, and polls every
+            // time again as soon as one finds work: where the poll does find
+            // work, it finds it before this M releases its P (a parked P
+            // gets woken for new work). Always skipping saved 2.13 -> 2.02
+            // `epoll_wait`s per request at one connection; under 4
+            // connections on 2 P's its effect was inside this machine's
+            // run-to-run noise, so the cautious rule was kept.
+            let skip = core.quiet_polls >= QUIET_POLLS
+                && core.skipped_polls < QUIET_POLLS
+                && core.driver.as_ref().is_some_and(|d| d.watches());
+            if skip {
+                core.skipped_polls += 1;
+            } else {
+                core.skipped_polls = 0;
+                core = self.poll_driver(core, false);
+                if let Some((t, _)) = core.queue.pop(true) {
+                    core.quiet_polls = 0;
+                    core.tick = core.tick.wrapping_add(1);
+                    return Some((core, t));
+                }
+                core.quiet_polls = core.quiet_polls.saturating_add(1);
+            }
+            // 6. Steal. Searching for work is not busy time: the batch
+            // closes here (and a found task opens the next one).
+            core.flush_busy(m, false);
+            // Only where there is something to steal: another busy P of
+            // this node, or a saturated node elsewhere. At light load (this
+            // M's P the only busy one) the scan would probe every idle P's
+            // empty ring — a cache miss each on a big machine — on every
+            // request before parking.
+            if !core.spinning && shared.idle.may_spin(core.node) && self.worth_stealing(core.node) {
+                core.spinning = true;
+                shared.idle.start_spinning(core.node);
+            }
+            // A new M (tick 0, never parked) skips the steal: at build every
+            // M starts spinning, and N of them each scanning N victims made
+            // build() quadratic (1,024 P's: a quarter of its time in
+            // `steal_from`). Nothing is lost: its park re-checks every
+            // queue a spinner may take from (`any_work`), and comes back
+            // spinning if one has work.
+            let fresh = core.tick == 0 && !woke;
+            if core.spinning && !fresh {
+                if let Some(t) = self.steal(&mut core) {
+                    core.tick = core.tick.wrapping_add(1);
+                    return Some((core, t));
+                }
+            }
+            // 7. Park (or give the P back to the M that lent it).
+            if core.index >= shared.active_procs() {
+                core.retired = true;
+                continue;
+            }
+            if woke {
+                shared.procs[core.index].metrics.spurious_wakeups.incr();
+            }
+            core = self.park(core)?;
+            woke = true;
+            // Woken to retire (sysmon's quota re-read wakes idle P's above it).
+            if core.index >= shared.active_procs() {
+                core.retired = true;
+            }
+        }
+    }
+
+    /// One stay of a P above a shrunk CPU quota (sysmon's re-read; see
+    /// docs/architecture.md, "sysmon"): the P is marked retired (not idle:
+    /// nobody wakes it for work), hands what is queued on it (ring,
+    /// `runnext`, inbox) to its node's queue for the other P's, runs only
+    /// this M's pinned tasks (they cannot move), returns itself to an M
+    /// that lent it away and asks for it back, and otherwise sleeps in its
+    /// driver. Targeted wakes reach it (`Idle::take_specific`): a pinned
+    /// task, an inbox push, an asker, the quota growing back. As its node's
+    /// watcher it may fire I/O wakers into its own ring; the next turn of
+    /// the loop hands them on. Its poller is watched like an idle P's.
+    fn retired_round(&self, mut core: BoxCore) -> Retired {
+        let shared = &*self.shared;
+        let (idx, node) = (core.index, core.node);
+        let p = &shared.procs[idx];
+        if !p.retired.load(Relaxed) {
+            core.flush_busy(&p.metrics, false);
+            if core.spinning {
+                core.spinning = false;
+                if shared.idle.stop_spinning(node) {
+                    shared.wake_idle_p(node);
+                }
+            }
+            p.set_running(false);
+            p.retired.store(true, Relaxed);
+            // (barrier) Under the idle lock: a targeted waker pushes, then
+            // takes that lock in `take_specific`; our checks below come
+            // after it, so one of us sees the other.
+            shared.idle.retire(idx);
+        }
+        loop {
+            if shared.is_shutdown() || idx < shared.active_procs() {
+                shared.idle.unretire(idx);
+                p.retired.store(false, Relaxed);
+                p.set_running(true);
+                core.retired = false;
+                return Retired::Resume(core);
+            }
+            let mut moved = core.queue.drain();
+            moved.extend(p.inbox.drain());
+            if !moved.is_empty() {
+                let inject = &shared.nodes[node].inject;
+                for t in moved {
+                    inject.push(t);
+                }
+                shared.wake_idle_p(node);
+            }
+            if let Some(t) = self.machine.local.pop() {
+                return Retired::Run(core, t);
+            }
+            core = match self.give_back(core) {
+                Ok(()) => return Retired::Gone,
+                Err(c) => c,
+            };
+            core = self.poll_driver(core, true);
+        }
+    }
+
+    /// Takes a batch from the P's inbox or else the node queue into the
+    /// local queue (Go's `globrunqget` share, capped by the room in the
+    /// ring); returns the oldest to run now.
+    fn take_batch(&self, core: &mut Core) -> Option<Runnable> {
+        let shared = &*self.shared;
+        let p = &shared.procs[core.index];
+        let node = &shared.nodes[core.node];
+        // The common case at light load, checked before any bookkeeping:
+        // nothing queued for this P or its node.
+        if p.inbox.is_empty() && node.inject.is_empty() {
+            return None;
+        }
+        // At most half the room left in the ring (it may hold work already,
+        // at a fairness check), and Go's share of the node queue.
+        let room = (crate::queue::CAPACITY - core.queue.len().min(crate::queue::CAPACITY)) / 2;
+        let max = room.clamp(1, crate::queue::CAPACITY / 2);
+        let mut batch = std::mem::take(&mut core.batch);
+        if !p.inbox.is_empty() {
+            p.inbox.pop_batch(max, &mut batch);
+        } else if !node.inject.is_empty() {
+            let len = node.inject.len();
+            let n = (len / node.procs.len().max(1) + 1).min(len).min(max);
+            node.inject.pop_batch(n, &mut batch);
+        }
+        // Oldest first: run the first, queue the rest in order.
+        let mut tasks = batch.drain(..);
+        let first = tasks.next();
+        if first.is_some() {
+            p.metrics.global_polls.incr();
+            core.tick = core.tick.wrapping_add(1);
+        }
+        for t in tasks {
+            core.queue.push_back(t, &node.inject);
+        }
+        core.batch = batch;
+        first
+    }
+
+    /// Polls (or parks in) the P's driver. The core sits in the thread's
+    /// context meanwhile, so the wakers the driver fires reach its queue.
+    fn poll_driver(&self, mut core: BoxCore, block: bool) -> BoxCore {
+        let mut driver = core
+            .driver
+            .take()
+            .expect("a P's driver is only out while its M is in it");
+        // SAFETY: this thread is the M owning the seat (outside a poll).
+        unsafe { self.machine.seat.with_owned(|s| *s = Some(core)) };
+        self.in_driver.set(true);
+        if block {
+            driver.park(None);
+        } else {
+            driver.poll_now();
+        }
+        self.in_driver.set(false);
+        // SAFETY: as above.
+        let mut core = unsafe { self.machine.seat.with_owned(Option::take) }
+            .expect("the core stays with its M while in the driver");
+        core.driver = Some(driver);
+        // The driver queued what it woke here without waking anybody (see
+        // `Shared::schedule`). This M runs the next task itself; only if more
+        // are queued is a spinner worth a wake-up (tokio's rule; Go's
+        // `startIdle` wakes one M per extra goroutine).
+        if core.queue.len() > 1 {
+            self.shared.wake_idle_p_hint(core.node);
+        }
+        core
+    }
+
+    /// Whether a steal could find anything: another P of `node` is held by
+    /// an M, or some other node is saturated (the only remote work `steal`
+    /// takes).
+    fn worth_stealing(&self, node: usize) -> bool {
+        let shared = &*self.shared;
+        shared.idle.others_busy(node)
+            || shared.nodes[node]
+                .remote_order
+                .iter()
+                .any(|&rn| shared.saturated(rn))
+    }
+
+    /// Steals, nearest first: P's of this node (four passes, `runnext` on the
+    /// last), then remote node queues (nearest node first), then remote P's.
+    /// Remote stealing starts only once this node has nothing.
+    fn steal(&self, core: &mut Core) -> Option<Runnable> {
+        let shared = &*self.shared;
+        let node = &shared.nodes[core.node];
+        let m = &shared.procs[core.index].metrics;
+        for pass in 0..STEAL_PASSES {
+            let last = pass + 1 == STEAL_PASSES;
+            if let Some((t, n)) = self.steal_pass(core, node.procs.clone(), last) {
+                m.steals.add(n as u64);
+                m.local_steals.incr();
+                return Some(t);
+            }
+        }
+        if node.remote_order.is_empty() {
+            return None;
+        }
+        // Other nodes only where nobody of their own can take the work: no
+        // idle P, no spinning M (see the `idle` module, "Per node").
+        for &rn in &node.remote_order {
+            if !shared.saturated(rn) {
+                continue;
+            }
+            let inject = &shared.nodes[rn].inject;
+            if let Some(t) = inject.pop_unserved(REMOTE_GRACE) {
+                m.remote_steals.incr();
+                m.steals.incr();
+                return Some(t);
+            }
+        }
+        for pass in 0..STEAL_PASSES {
+            let last = pass + 1 == STEAL_PASSES;
+            for &rn in &node.remote_order {
+                if !shared.saturated(rn) {
+                    continue;
+                }
+                if let Some((t, n)) = self.steal_pass(core, shared.nodes[rn].procs.clone(), last) {
+                    m.steals.add(n as u64);
+                    m.remote_steals.incr();
+                    return Some(t);
+                }
+            }
+        }
+        None
+    }
+
+    fn steal_pass(
+        &self,
+        core: &mut Core,
+        victims: std::ops::Range<usize>,
+        last: bool,
+    ) -> Option<(Runnable, usize)> {
+        let n = victims.len();
+        if n == 0 {
+            return None;
+        }
+        let start = core.rand(n);
+        for i in 0..n {
+            let v = victims.start + (start + i) % n;
+            if v == core.index {
+                continue;
+            }
+            let victim = &self.shared.procs[v];
+            let wait = || {
+                if victim.running.load(Relaxed) {
+                    let t0 = Instant::now();
+                    while t0.elapsed() < RUNNEXT_GRACE {
+                        crate::loom::spin_loop();
+                    }
+                }
+            };
+            if let Some(x) = core.queue.steal_from(&victim.steal, last, wait) {
+                return Some(x);
+            }
+        }
+        None
+    }
+
+    /// Releases the P, runs the barrier and re-check, then parks in the P's
+    /// driver. Returns with the P held again, spinning if woken to spin.
+    /// The protocol is explained in the `idle` module (and docs/architecture.md).
+    fn park(&self, core: BoxCore) -> Option<BoxCore> {
+        let shared = &*self.shared;
+        let idx = core.index;
+        // Rather than idling, return the P to the M that gave it away.
+        let core = match self.give_back(core) {
+            Ok(()) => return None,
+            Err(c) => c,
+        };
+        let mut core = core;
+        let was_spinning = core.spinning;
+        shared.procs[idx].set_running(false);
+        shared.idle.release(idx);
+        if was_spinning {
+            core.spinning = false;
+            shared.idle.stop_spinning(core.node);
+        }
+        // (barrier) Pairs with the fence in `Shared::wake_idle_p`: a
+        // submitter either sees our P idle and no spinner and wakes us, or
+        // we see its work below.
+        fence(SeqCst);
+        let work = shared.any_work(idx, was_spinning)
+            || !self.machine.local.is_empty()
+            || !core.queue.is_empty()
+            || shared.procs[idx].has_asker();
+        if !work && !shared.is_shutdown() {
+            shared.procs[idx].metrics.parks.incr();
+            core.flush_busy(&shared.procs[idx].metrics, false);
+            core = self.poll_driver(core, true);
+        }
+        match shared.idle.reclaim(idx) {
+            super::idle::Reclaim::Spinning => core.spinning = true,
+            super::idle::Reclaim::Plain if work && was_spinning => {
+                // Go: a spinner that finds work in its re-check goes back to spinning.
+                core.spinning = true;
+                shared.idle.start_spinning(core.node);
+            }
+            super::idle::Reclaim::Plain => {}
+        }
+        shared.procs[idx].set_running(true);
+        Some(core)
+    }
+
+    /// Hands `core` to the M waiting to get this P back, if there is one and
+    /// it is still in its pool (a concurrent handoff may have taken it).
+    fn give_back(&self, mut core: BoxCore) -> Result<(), BoxCore> {
+        let shared = &*self.shared;
+        let Some(m) = shared.procs[core.index].take_asker() else {
+            return Err(core);
+        };
+        if Arc::ptr_eq(&m, &self.machine) {
+            return Err(core);
+        }
+        let mut pool = shared.nodes[m.node].idle_machines.lock().unwrap();
+        let Some(pos) = pool.iter().position(|x| Arc::ptr_eq(x, &m)) else {
+            return Err(core);
+        };
+        pool.swap_remove(pos);
+        drop(pool);
+        if core.spinning {
+            core.spinning = false;
+            if shared.idle.stop_spinning(core.node) {
+                shared.wake_idle_p(core.node);
+            }
+        }
+        shared.procs[core.index].metrics.handbacks.incr();
+        m.give(core);
+        Ok(())
+    }
+}
