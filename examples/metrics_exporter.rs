@@ -164,6 +164,22 @@ impl Collector for RuntimeCollector {
         )?;
         family(
             &mut enc,
+            "numa_rt_proc_migrated_polls",
+            "Polls of a task whose previous poll ran on another P.",
+            procs
+                .iter()
+                .map(|p| (p_labels(p), counter(p.migrated_polls))),
+        )?;
+        family(
+            &mut enc,
+            "numa_rt_proc_io_sources",
+            "I/O sources registered in this P's poller.",
+            procs
+                .iter()
+                .map(|p| (p_labels(p), ConstGauge::new(p.io_sources as i64))),
+        )?;
+        family(
+            &mut enc,
             "numa_rt_proc_remote_steals",
             "Steals from another node.",
             procs

@@ -51,6 +51,7 @@ pub(crate) struct ProcCounters {
     pub(crate) runnext_polls: Counter,
     pub(crate) global_polls: Counter,
     pub(crate) steals: Counter,
+    pub(crate) migrated_polls: Counter,
     pub(crate) local_steals: Counter,
     pub(crate) remote_steals: Counter,
     pub(crate) parks: Counter,

@@ -37,8 +37,18 @@ pub struct ProcMetrics {
     pub runnext_polls: u64,
     /// Times a task (or a batch) was taken from the node queue or inbox.
     pub global_queue_polls: u64,
-    /// Tasks stolen by this P from others.
+    /// Tasks stolen by this P from others. Each is polled here once before
+    /// it can move again, so this is also the count of polls that ran a
+    /// stolen task.
     pub tasks_stolen: u64,
+    /// Polls of a task whose previous poll ran on another P: stolen, woken
+    /// by another P's poller (its socket is registered there), spawned or
+    /// sent there. Under steady load a task that keeps its P is never
+    /// counted; this over [`ProcMetrics::tasks_polled`] is the share of
+    /// polls that paid for a move (a cold cache, a source that may follow).
+    pub migrated_polls: u64,
+    /// I/O sources registered in this P's poller now.
+    pub io_sources: usize,
     /// Successful steals from P's of the same node (each takes up to half a queue).
     pub local_steals: u64,
     /// Successful steals from another node (its queue or its P's).
@@ -129,6 +139,9 @@ pub struct NodeMetrics {
     pub helps: u64,
     /// Tasks stolen by the node's P's (from any P or node queue).
     pub tasks_stolen: u64,
+    /// Polls on the node's P's of a task last polled on another P (see
+    /// [`ProcMetrics::migrated_polls`]).
+    pub migrated_polls: u64,
     /// Busy time summed over the node's P's (see [`ProcMetrics::busy_duration`]).
     pub busy_duration: Duration,
     /// The mean of the node's P's mean poll times (P's that never polled left out).
@@ -261,6 +274,8 @@ impl RuntimeMetrics {
             runnext_polls: m.runnext_polls.get(),
             global_queue_polls: m.global_polls.get(),
             tasks_stolen: m.steals.get(),
+            migrated_polls: m.migrated_polls.get(),
+            io_sources: self.shared.reactor.proc_sources_and_timers(index).0,
             local_steals: m.local_steals.get(),
             remote_steals: m.remote_steals.get(),
             parks: m.parks.get(),
@@ -308,6 +323,7 @@ impl RuntimeMetrics {
             spurious_wakeups: procs.iter().map(|p| p.spurious_wakeups).sum(),
             helps: procs.iter().map(|p| p.helps).sum(),
             tasks_stolen: procs.iter().map(|p| p.tasks_stolen).sum(),
+            migrated_polls: procs.iter().map(|p| p.migrated_polls).sum(),
             busy_duration: procs.iter().map(|p| p.busy_duration).sum(),
             mean_poll_time: {
                 let polled: Vec<Duration> = procs

@@ -581,13 +581,14 @@ pub(crate) fn schedtrace(shared: &Arc<Shared>, detail: bool) -> String {
         let _ = writeln!(
             out,
             "  node={n} procs={procs} idleprocs={} spinningthreads={} runqueue={} watcher={watcher} \
-             busy={}ms polls={} steals={} remotesteals={} parks={} unparks={} spurious={}",
+             busy={}ms polls={} steals={} migrated={} remotesteals={} parks={} unparks={} spurious={}",
             node.idle_procs,
             node.spinning_machines,
             node.queue_depth,
             node.busy_duration.as_millis(),
             node.tasks_polled,
             node.tasks_stolen,
+            node.migrated_polls,
             node.remote_steals,
             node.parks,
             node.unparks,
@@ -613,13 +614,15 @@ pub(crate) fn schedtrace(shared: &Arc<Shared>, detail: bool) -> String {
             let _ = writeln!(
                 out,
                 "  P{i}: node={} status={status} m=M{} runqsize={} runnext={} inbox={} timers={timers} \
-                 sources={sources} curtask={curtask} polls={} busy={}ms",
+                 sources={sources} curtask={curtask} polls={} stolen={} migrated={} busy={}ms",
                 p.node,
                 pm.machine,
                 pm.local_queue_depth,
                 u8::from(p.steal.has_runnext()),
                 pm.inbox_depth,
                 pm.tasks_polled,
+                pm.tasks_stolen,
+                pm.migrated_polls,
                 pm.busy_duration.as_millis(),
             );
         }

@@ -202,3 +202,73 @@ fn histogram_off_by_default_and_bad_shapes_rejected() {
     assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
     assert!(err.to_string().contains("poll_time_histogram"), "{err}");
 }
+
+/// `migrated_polls` counts exactly the polls whose task ran on another P
+/// the poll before: each task here records the P of every one of its polls
+/// (`current_p`, read inside the poll) and the changes it saw must add up to
+/// the metric. Tasks that yield and wake each other across 2 P's move
+/// between them by steals and cross-P wakes; block_on's own future is not a
+/// task and is not counted.
+#[test]
+fn migrated_polls_count_every_change_of_processor() {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    use std::sync::Arc;
+    use std::task::{Context, Poll};
+
+    struct Track<F> {
+        inner: Pin<Box<F>>,
+        last: Option<usize>,
+        moves: Arc<AtomicU64>,
+    }
+    impl<F: Future> Future for Track<F> {
+        type Output = F::Output;
+        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+            let here = numa_rt_reactor::context::current_p().expect("polled on a P");
+            if self.last.is_some_and(|p| p != here) {
+                self.moves.fetch_add(1, Relaxed);
+            }
+            self.last = Some(here);
+            self.inner.as_mut().poll(cx)
+        }
+    }
+
+    let rt = rt(2);
+    let moves = Arc::new(AtomicU64::new(0));
+    rt.block_on(async {
+        let mut hs = Vec::new();
+        for _ in 0..50 {
+            let (tx, rx) = futures::channel::oneshot::channel::<()>();
+            let m = moves.clone();
+            hs.push(spawn(Track {
+                inner: Box::pin(async move {
+                    for _ in 0..20 {
+                        numa_rt_executor::task::yield_now().await;
+                    }
+                    let _ = rx.await;
+                }),
+                last: None,
+                moves: m,
+            }));
+            let m = moves.clone();
+            hs.push(spawn(Track {
+                inner: Box::pin(async move {
+                    for _ in 0..20 {
+                        numa_rt_executor::task::yield_now().await;
+                    }
+                    let _ = tx.send(());
+                }),
+                last: None,
+                moves: m,
+            }));
+        }
+        for h in hs {
+            h.await.unwrap();
+        }
+    });
+    let m = rt.metrics();
+    let migrated: u64 = m.procs().iter().map(|p| p.migrated_polls).sum();
+    assert_eq!(migrated, moves.load(Relaxed), "{:?}", m.procs());
+    assert_eq!(m.node(0).migrated_polls, migrated);
+}

@@ -127,6 +127,9 @@ impl Worker {
         let hist = p.metrics.poll_histogram.as_deref();
         let meta = task.metadata();
         meta.note_polled(core.clock_ms);
+        if meta.note_ran_on(core.index) {
+            p.metrics.migrated_polls.incr();
+        }
         p.current_task.store(meta.id.as_u64(), Relaxed);
         p.in_task.store(true, Relaxed);
         // SAFETY: this thread is the M owning the seat.

@@ -105,7 +105,9 @@ use std::sync::Arc;
 pub(crate) struct TaskMeta {
     /// Unique per process; shown in panics, metrics and traces.
     pub(crate) id: Id,
-    /// [`ABORTED`] and [`FINISHED`].
+    /// [`ABORTED`] and [`FINISHED`] in the low bits; above [`LAST_P_SHIFT`]
+    /// the P that last polled the task, plus one (0: never polled, or a P
+    /// index too large to record), for the `migrated_polls` metric.
     flags: AtomicU32,
     /// Bit 0, for the task dump (`Handle::dump`): set by the schedule
     /// functions each time the task is queued, cleared when a poll starts;
@@ -144,6 +146,8 @@ const ABORTED: u32 = 0b01;
 /// Set by the harness once the future has been dropped (completed, aborted,
 /// panicked, or dropped by the runtime).
 const FINISHED: u32 = 0b10;
+/// Where the last polling P's index (plus one) starts in `flags`.
+const LAST_P_SHIFT: u32 = 16;
 
 impl TaskMeta {
     /// A fresh id. `kind` and `location` (the spawn's caller, through
@@ -210,7 +214,28 @@ impl TaskMeta {
     /// comes after the wake that follows, whose AcqRel update of the task
     /// state (read with Acquire by async-task's `run`) orders it.
     pub(crate) fn set_aborted(&self) -> bool {
-        self.flags.fetch_or(ABORTED, Relaxed) == 0
+        self.flags.fetch_or(ABORTED, Relaxed) & (ABORTED | FINISHED) == 0
+    }
+
+    /// Records that P `p` polls the task now; true if its previous poll ran
+    /// on another P (the task migrated: stolen, woken by another P's poller
+    /// or sent across). One plain load when the P is the same; otherwise a
+    /// read-modify-write that keeps the flag bits. Relaxed: a statistic;
+    /// async-task's state word orders the polls of one task.
+    #[inline]
+    pub(crate) fn note_ran_on(&self, p: usize) -> bool {
+        let Some(tag) = u32::try_from(p + 1).ok().filter(|&t| t < 1 << 16) else {
+            return false;
+        };
+        let f = self.flags.load(Relaxed);
+        let last = f >> LAST_P_SHIFT;
+        if last == tag {
+            return false;
+        }
+        let _ = self.flags.fetch_update(Relaxed, Relaxed, |f| {
+            Some((f & ((1 << LAST_P_SHIFT) - 1)) | (tag << LAST_P_SHIFT))
+        });
+        last != 0
     }
 
     /// [`ABORTED`] and [`FINISHED`], read with one plain load per poll.
@@ -392,6 +417,25 @@ mod tests {
         meta.set_finished();
         assert!(meta.is_finished());
         assert!(!meta.set_aborted(), "nothing to abort once finished");
+    }
+
+    /// The last P lives beside the flags: recording it neither loses nor
+    /// fakes an abort, and only a change of P counts as a migration.
+    #[test]
+    fn last_p_beside_the_flags() {
+        let meta = TaskMeta::new(Kind::Task, Location::caller());
+        assert!(!meta.note_ran_on(3), "a first poll is no migration");
+        assert!(!meta.note_ran_on(3));
+        assert!(meta.note_ran_on(0), "P3 -> P0 is a migration");
+        assert!(!meta.is_aborted(), "the P bits are not the abort flag");
+        assert!(meta.set_aborted(), "an abort with P bits set still counts");
+        assert!(meta.note_ran_on(65_534));
+        assert!(meta.is_aborted(), "a migration keeps the abort flag");
+        assert!(
+            !meta.note_ran_on(1 << 20),
+            "an index too large is not recorded"
+        );
+        assert!(meta.note_ran_on(1));
     }
 
     /// The `#[track_caller]` chain reaches the user's call for every way
