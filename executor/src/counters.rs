@@ -78,6 +78,14 @@ pub(crate) struct ProcCounters {
     pub(crate) poll_ns: Counter,
     /// The id of the M that last held this P.
     pub(crate) machine: AtomicUsize,
+    /// Set when a busy batch outlasts one `event_interval` flush (the P has
+    /// run `event_interval` ticks without its queues running dry), cleared
+    /// when the batch closes. A thief leaves a running P's short ring alone
+    /// only while this is clear (`Processor::keep_for_owner`): a ring that
+    /// never runs dry (tasks that keep yielding or waking each other) is
+    /// work the P cannot finish soon, however short it looks. Relaxed: a
+    /// hint, written by the P's M only when it changes.
+    pub(crate) unbroken_batch: std::sync::atomic::AtomicBool,
 }
 
 /// tokio's weight of one poll in the mean poll time's moving average.

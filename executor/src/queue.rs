@@ -229,9 +229,24 @@ impl<T: RawTask> Local<T> {
     /// Moves up to half of `src`'s tasks into this (empty) queue and returns
     /// one to run now. `runnext` is taken only when `take_runnext` is set and
     /// the victim let it sit through `wait` (Go's 3 µs rule).
+    #[cfg(test)]
     pub(crate) fn steal_from(
         &mut self,
         src: &Steal<T>,
+        take_runnext: bool,
+        wait: impl Fn(),
+    ) -> Option<(T, usize)> {
+        self.steal_from_keeping(src, 0, take_runnext, wait)
+    }
+
+    /// [`Local::steal_from`], leaving the victim at least `keep` of its ring's
+    /// tasks (the ones its own M reaches soon): it takes half the ring or
+    /// what lies beyond `keep`, whichever is less, and nothing — not even
+    /// `runnext` — from a ring of `keep` tasks or fewer that is not empty.
+    pub(crate) fn steal_from_keeping(
+        &mut self,
+        src: &Steal<T>,
+        keep: u32,
         take_runnext: bool,
         wait: impl Fn(),
     ) -> Option<(T, usize)> {
@@ -252,7 +267,10 @@ impl<T: RawTask> Local<T> {
                 // Read head and tail at different times: inconsistent, retry.
                 continue;
             }
-            let n = avail - avail / 2;
+            let n = (avail - avail / 2).min(avail.saturating_sub(keep));
+            if n == 0 && avail != 0 {
+                return None;
+            }
             if n == 0 {
                 if !take_runnext {
                     return None;

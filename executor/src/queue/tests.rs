@@ -85,6 +85,29 @@ mod plain {
         assert_eq!(victim.len(), 5);
     }
 
+    /// A thief leaves the victim the tasks it reaches soon: half the ring
+    /// or what lies beyond `keep`, whichever is less, and nothing (not
+    /// `runnext` either) from a short ring.
+    #[test]
+    fn steal_leaves_what_the_owner_keeps() {
+        let (mut victim, steal) = new::<T>();
+        let (mut thief, _) = new::<T>();
+        let sink = Sink::default();
+        for i in 0..10 {
+            victim.push_back(T(Box::new(i)), &sink);
+        }
+        victim.push_runnext(T(Box::new(99)), &sink);
+        assert!(thief.steal_from_keeping(&steal, 10, true, || {}).is_none());
+        assert_eq!(victim.len(), 10, "a ring of `keep` tasks is left whole");
+        let (_, n) = thief.steal_from_keeping(&steal, 7, false, || {}).unwrap();
+        assert_eq!(n, 3, "only what lies beyond `keep`");
+        assert_eq!(victim.len(), 7);
+        let (mut thief2, _) = new::<T>();
+        let (_, n) = thief2.steal_from_keeping(&steal, 0, false, || {}).unwrap();
+        assert_eq!(n, 4, "keep 0: half, as steal_from");
+        assert!(victim.pop(true).is_some_and(|(t, lifo)| *t.0 == 99 && lifo));
+    }
+
     #[test]
     fn runnext_is_stolen_only_when_asked() {
         let (mut victim, steal) = new::<T>();

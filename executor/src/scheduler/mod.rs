@@ -566,7 +566,7 @@ impl Shared {
         let busy_ring = |n: &Node| {
             self.procs[n.procs.clone()]
                 .iter()
-                .any(|q| q.index != me && !q.steal.is_empty())
+                .any(|q| q.index != me && q.has_stealable_work())
         };
         self.nodes.iter().enumerate().any(|(k, n)| {
             if k == p.node {

@@ -100,7 +100,65 @@ pub(crate) struct Core {
     pub(crate) retired: bool,
 }
 
+/// The queued work a running P keeps from thieves, in time: the tasks its
+/// own M reaches within this long at its mean poll time stay with it (see
+/// [`Processor::keep_for_owner`]). 20 µs: four ~5 µs HTTP polls, or 80 of
+/// the scheduler benches' sub-µs polls (their rings hold 100-256, so they
+/// are still shared). tokio and Go steal half of any non-empty queue.
+/// Measured on 2 CPUs at 16 P's and 4 connections: stolen polls per request
+/// 0.23-0.24 -> 0.15 (50 µs: 0.12); see docs/architecture.md, "Stealing".
+const STEAL_BACKLOG_NS: u64 = 20_000;
+
+/// The floor of the per-task estimate in [`Processor::keep_for_owner`]:
+/// a fresh P's mean poll time is 0, and a queue of tiny tasks still costs
+/// its dispatch.
+const MIN_POLL_ESTIMATE_NS: u64 = 250;
+
 impl Processor {
+    /// How many of the tasks in this P's ring a thief leaves to it: those
+    /// its own M reaches within [`STEAL_BACKLOG_NS`] at its mean poll time,
+    /// or none when nobody runs the P (its M is parked or being handed it).
+    /// Stealing those would only move tasks (a cold cache, a socket whose
+    /// readiness keeps arriving at this P's poller, a task woken back here)
+    /// to save less time than the move costs. A P whose queues have not run
+    /// dry for a whole `event_interval` keeps nothing either: its ring is
+    /// refilled as fast as it runs (yielding tasks, a pipeline), so it
+    /// never finishes it soon, and an idle P must share the load. The steal loop and the park
+    /// re-check (`Shared::any_work`) both use it, so a spinner that leaves a
+    /// short queue alone also sleeps.
+    ///
+    /// What it gives up: a P that usually runs short polls and then runs one
+    /// long one keeps the few tasks queued behind it until that poll ends
+    /// (or sysmon's retake hands the P on, 10 ms by default). A P that keeps
+    /// running long polls has a long mean poll time and keeps nothing.
+    /// Relaxed loads: a hint; a stale answer steals one round later or one
+    /// task more, and the queue's own atomics order the steal itself.
+    #[inline]
+    pub(crate) fn keep_for_owner(&self) -> u32 {
+        if !self.running.load(Relaxed) || self.metrics.unbroken_batch.load(Relaxed) {
+            return 0;
+        }
+        let per = self
+            .metrics
+            .poll_time_ewma_ns
+            .get()
+            .max(MIN_POLL_ESTIMATE_NS);
+        (STEAL_BACKLOG_NS / per).min(u64::from(u32::MAX)) as u32
+    }
+
+    /// Whether a thief may take anything from this P now: a ring worth
+    /// stealing, or an empty ring with a task in `runnext` (taken on the last
+    /// steal pass only, after Go's grace).
+    #[inline]
+    pub(crate) fn has_stealable_work(&self) -> bool {
+        let len = self.steal.len();
+        if len == 0 {
+            !self.steal.is_empty()
+        } else {
+            len > self.keep_for_owner() as usize
+        }
+    }
+
     pub(crate) fn new(
         index: usize,
         node: usize,
@@ -225,6 +283,9 @@ impl Core {
         let now = Instant::now();
         let ns = now.saturating_duration_since(since).as_nanos();
         counters.record_batch(ns.min(u64::MAX as u128) as u64, self.batch_polls);
+        if counters.unbroken_batch.load(Relaxed) != cont {
+            counters.unbroken_batch.store(cont, Relaxed);
+        }
         self.batch_polls = 0;
         self.busy_since = cont.then_some(now);
         if cont {

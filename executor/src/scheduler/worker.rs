@@ -512,7 +512,13 @@ impl Worker {
                     }
                 }
             };
-            if let Some(x) = core.queue.steal_from(&victim.steal, last, wait) {
+            // The tasks its own M reaches soon stay (`keep_for_owner`); an
+            // empty ring may still give up `runnext` on the last pass.
+            let keep = victim.keep_for_owner();
+            if let Some(x) = core
+                .queue
+                .steal_from_keeping(&victim.steal, keep, last, wait)
+            {
                 return Some(x);
             }
         }
