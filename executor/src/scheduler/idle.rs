@@ -50,12 +50,14 @@
 //!
 //! Either the submitter sees the idle P (and wakes it), or the parker sees
 //! the work. The loom models in `idle/tests.rs` check this per node.
-//! Targeted wakes (a P's inbox, an M's pinned queue) use the idle lock
-//! instead: the parker releases its P under it before its re-check, and the
-//! waker pushes before taking it ([`Idle::take_specific`]).
+//! Targeted wakes (a P's inbox, an M's pinned queue) use the P's node's
+//! idle lock instead: the parker releases its P under it before its
+//! re-check, and the waker pushes before taking it ([`Idle::take_specific`]).
 //!
-//! The lock is only taken on the park/unpark paths; the hot paths read the
-//! counters without it.
+//! The locks (one per node) are only taken on the park/unpark paths; the
+//! hot paths read the counters without them. A P's own park and wake and
+//! every targeted wake of it take its node's lock, so the barrier above
+//! holds per P as it did with one lock for the runtime.
 
 use crate::loom::atomic::{AtomicUsize, Ordering::*};
 use crate::loom::Mutex;
@@ -93,15 +95,76 @@ struct NodeCounts {
 
 pub(crate) struct Idle {
     nodes: Box<[NodeCounts]>,
-    inner: Mutex<Inner>,
+    /// One lock per node: the park and wake paths of different nodes never
+    /// meet (one lock for the whole runtime was contended at 16 P's).
+    lists: Box<[Mutex<NodeList>]>,
+    /// Each P's node and its index within the node. Fixed at build.
+    place: Box<[(u32, u32)]>,
+    /// Each node's first P (P's of a node are numbered consecutively).
+    first: Box<[usize]>,
 }
 
-struct Inner {
-    /// Per node, a LIFO stack of idle P's (the most recently idled P has the
-    /// warmest caches and the lowest chance of a deep sleep).
-    stacks: Vec<Vec<usize>>,
+/// A node's idle list and its P's states (guarded by the node's lock).
+///
+/// The list is LIFO (the most recently idled P has the warmest caches and
+/// the lowest chance of a deep sleep) and doubly linked through the P's
+/// local indices, so a P leaves it from anywhere in O(1): a targeted wake
+/// and a P reclaiming itself after its own I/O woke it used to scan a
+/// vector of every idle P of the runtime under one lock.
+struct NodeList {
+    /// The most recently idled P (local index), `NIL` if none.
+    top: u32,
+    /// Per local index: the next older / newer idle P, `NIL` at the ends.
+    older: Vec<u32>,
+    newer: Vec<u32>,
     state: Vec<PState>,
-    node_of: Vec<usize>,
+}
+
+/// No P.
+const NIL: u32 = u32::MAX;
+
+impl NodeList {
+    fn new(nprocs: usize) -> Self {
+        NodeList {
+            top: NIL,
+            older: vec![NIL; nprocs],
+            newer: vec![NIL; nprocs],
+            state: vec![PState::Running; nprocs],
+        }
+    }
+
+    fn push(&mut self, k: u32) {
+        self.older[k as usize] = self.top;
+        self.newer[k as usize] = NIL;
+        if self.top != NIL {
+            self.newer[self.top as usize] = k;
+        }
+        self.top = k;
+    }
+
+    fn pop(&mut self) -> Option<u32> {
+        let k = self.top;
+        if k == NIL {
+            return None;
+        }
+        self.unlink(k);
+        Some(k)
+    }
+
+    /// Takes `k` (on the list) off it.
+    fn unlink(&mut self, k: u32) {
+        let (o, n) = (self.older[k as usize], self.newer[k as usize]);
+        if o != NIL {
+            self.newer[o as usize] = n;
+        }
+        if n != NIL {
+            self.older[n as usize] = o;
+        } else {
+            self.top = o;
+        }
+        self.older[k as usize] = NIL;
+        self.newer[k as usize] = NIL;
+    }
 }
 
 /// How a parked P's M got its P back.
@@ -122,15 +185,42 @@ impl Idle {
                 retired: AtomicUsize::new(0),
                 nprocs: node_of.iter().filter(|&&k| k == n).count(),
             })
+            .collect::<Box<[_]>>();
+        let mut seen = vec![0u32; nodes];
+        let place = node_of
+            .iter()
+            .map(|&n| {
+                let k = seen[n];
+                seen[n] += 1;
+                (n as u32, k)
+            })
+            .collect::<Box<[_]>>();
+        let first: Box<[usize]> = (0..nodes)
+            .map(|n| node_of.iter().position(|&k| k == n).unwrap_or(0))
             .collect();
+        debug_assert!(
+            place
+                .iter()
+                .enumerate()
+                .all(|(p, &(n, k))| first[n as usize] + k as usize == p),
+            "the P's of a node are numbered consecutively"
+        );
         Idle {
+            lists: counts
+                .iter()
+                .map(|c| Mutex::new(NodeList::new(c.nprocs)))
+                .collect(),
             nodes: counts,
-            inner: Mutex::new(Inner {
-                stacks: vec![Vec::new(); nodes],
-                state: vec![PState::Running; node_of.len()],
-                node_of,
-            }),
+            place,
+            first,
         }
+    }
+
+    /// P `p`'s node and its index within the node.
+    #[inline]
+    fn place(&self, p: usize) -> (usize, u32) {
+        let (n, k) = self.place[p];
+        (n as usize, k)
     }
 
     /// Idle P's, all nodes.
@@ -222,11 +312,11 @@ impl Idle {
     /// Takes an idle P of `node` for a spinner already counted in the node's
     /// `nmspinning`; on `None` the caller must undo its count.
     pub(crate) fn pop_for_spinning(&self, node: usize) -> Option<usize> {
-        let mut inner = self.inner.lock().unwrap();
-        let p = inner.stacks[node].pop()?;
-        inner.state[p] = PState::Woken { spinning: true };
+        let mut list = self.lists[node].lock().unwrap();
+        let k = list.pop()?;
+        list.state[k as usize] = PState::Woken { spinning: true };
         self.nodes[node].npidle.fetch_sub(1, SeqCst);
-        Some(p)
+        Some(self.first[node] + k as usize)
     }
 
     /// Takes P `p` off the idle list for a targeted wake-up (a push to its
@@ -234,67 +324,74 @@ impl Idle {
     /// A retired P stays retired, and true is returned: its M sleeps too and
     /// must look (a pinned task, an inbox push, a quota that grew back).
     pub(crate) fn take_specific(&self, p: usize) -> bool {
-        let mut inner = self.inner.lock().unwrap();
-        if inner.state[p] == PState::Retired {
-            return true;
+        let (node, k) = self.place(p);
+        let mut list = self.lists[node].lock().unwrap();
+        match list.state[k as usize] {
+            PState::Retired => return true,
+            PState::Idle => {}
+            _ => return false,
         }
-        if inner.state[p] != PState::Idle {
-            return false;
-        }
-        let node = inner.node_of[p];
-        inner.stacks[node].retain(|&q| q != p);
-        inner.state[p] = PState::Woken { spinning: false };
+        list.unlink(k);
+        list.state[k as usize] = PState::Woken { spinning: false };
         self.nodes[node].npidle.fetch_sub(1, SeqCst);
         true
     }
 
     /// Puts P `p` on the idle list (its M is about to park in its driver).
     pub(crate) fn release(&self, p: usize) {
-        let mut inner = self.inner.lock().unwrap();
-        debug_assert_eq!(inner.state[p], PState::Running, "P{p} released twice");
-        let node = inner.node_of[p];
-        inner.stacks[node].push(p);
-        inner.state[p] = PState::Idle;
+        let (node, k) = self.place(p);
+        let mut list = self.lists[node].lock().unwrap();
+        debug_assert_eq!(
+            list.state[k as usize],
+            PState::Running,
+            "P{p} released twice"
+        );
+        list.push(k);
+        list.state[k as usize] = PState::Idle;
         self.nodes[node].npidle.fetch_add(1, SeqCst);
     }
 
     /// The P's own M retires it (it is above the CPU quota; it was running).
-    /// (barrier) Under the lock, like `release`: a targeted waker that
-    /// pushes before `take_specific` is seen by the M's check after this.
+    /// (barrier) Under the node's lock, like `release`: a targeted waker
+    /// that pushes before `take_specific` is seen by the M's check after this.
     pub(crate) fn retire(&self, p: usize) {
-        let mut inner = self.inner.lock().unwrap();
-        if inner.state[p] == PState::Retired {
+        let (node, k) = self.place(p);
+        let mut list = self.lists[node].lock().unwrap();
+        if list.state[k as usize] == PState::Retired {
             return;
         }
-        debug_assert_eq!(inner.state[p], PState::Running, "P{p} retired while idle");
-        inner.state[p] = PState::Retired;
-        let node = inner.node_of[p];
+        debug_assert_eq!(
+            list.state[k as usize],
+            PState::Running,
+            "P{p} retired while idle"
+        );
+        list.state[k as usize] = PState::Retired;
         self.nodes[node].retired.fetch_add(1, Relaxed);
     }
 
     /// The P's own M puts a retired P back to work (the quota grew back).
     pub(crate) fn unretire(&self, p: usize) {
-        let mut inner = self.inner.lock().unwrap();
-        if inner.state[p] == PState::Retired {
-            inner.state[p] = PState::Running;
-            let node = inner.node_of[p];
+        let (node, k) = self.place(p);
+        let mut list = self.lists[node].lock().unwrap();
+        if list.state[k as usize] == PState::Retired {
+            list.state[k as usize] = PState::Running;
             self.nodes[node].retired.fetch_sub(1, Relaxed);
         }
     }
 
     /// The P's own M takes it back after parking or after its re-check.
     pub(crate) fn reclaim(&self, p: usize) -> Reclaim {
-        let mut inner = self.inner.lock().unwrap();
-        match inner.state[p] {
+        let (node, k) = self.place(p);
+        let mut list = self.lists[node].lock().unwrap();
+        match list.state[k as usize] {
             PState::Idle => {
-                let node = inner.node_of[p];
-                inner.stacks[node].retain(|&q| q != p);
-                inner.state[p] = PState::Running;
+                list.unlink(k);
+                list.state[k as usize] = PState::Running;
                 self.nodes[node].npidle.fetch_sub(1, SeqCst);
                 Reclaim::Plain
             }
             PState::Woken { spinning } => {
-                inner.state[p] = PState::Running;
+                list.state[k as usize] = PState::Running;
                 if spinning {
                     Reclaim::Spinning
                 } else {

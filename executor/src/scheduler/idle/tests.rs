@@ -169,3 +169,31 @@ mod models {
         });
     }
 }
+
+#[cfg(not(loom))]
+/// The idle list is LIFO and a P leaves it from anywhere (a targeted wake,
+/// a P reclaiming itself) without disturbing the others' order.
+#[test]
+fn idle_list_is_lifo_and_leaves_from_the_middle() {
+    let idle = Idle::new(vec![0, 0, 0, 0, 1, 1], 2);
+    for p in [0, 1, 2, 3, 4, 5] {
+        idle.release(p);
+    }
+    assert_eq!(idle.node_npidle(0), 4);
+    assert!(idle.take_specific(2), "an idle P is taken");
+    assert!(!idle.take_specific(2), "not twice");
+    assert_eq!(idle.reclaim(1), Reclaim::Plain);
+    assert_eq!(idle.node_npidle(0), 2);
+    // Left: 0 (oldest) and 3 (newest): the newest comes first.
+    assert!(idle.try_claim_spinner(0));
+    assert_eq!(idle.pop_for_spinning(0), Some(3));
+    assert_eq!(idle.pop_for_spinning(0), Some(0));
+    assert_eq!(idle.pop_for_spinning(0), None);
+    // Node 1's P's are numbered from 4: its list hands out global indices.
+    assert_eq!(idle.pop_for_spinning(1), Some(5));
+    assert_eq!(idle.reclaim(4), Reclaim::Plain);
+    assert_eq!(idle.pop_for_spinning(1), None);
+    assert_eq!(idle.reclaim(2), Reclaim::Plain);
+    assert_eq!(idle.reclaim(3), Reclaim::Spinning);
+    assert_eq!(idle.npidle(), 0);
+}
