@@ -125,10 +125,21 @@ impl Worker {
     fn run_task(&self, mut core: BoxCore, task: Runnable) -> Option<BoxCore> {
         if core.spinning {
             // Go's resetspinning: the last spinner to find work wakes another,
-            // since there may be more work than it can take.
+            // since there may be more work than it can take — but only if
+            // there is more: other work visible to a spinner after this M
+            // stopped counting as one. A submitter that saw this spinner
+            // woke nobody; its push comes before its SeqCst fence and load
+            // of `nmspinning`, our SeqCst decrement before our fence and
+            // look, so one of us sees the other (the park barrier's
+            // pattern). Waking unconditionally, as Go does, woke ~86 M's
+            // per spawn_many_remote_idle iteration at 16 P's, half of them
+            // to find nothing.
             core.spinning = false;
             if self.shared.idle.stop_spinning(core.node) {
-                self.shared.wake_idle_p(core.node);
+                fence(SeqCst);
+                if !core.queue.is_empty() || self.shared.any_work(core.index, true) {
+                    self.shared.wake_idle_p(core.node);
+                }
             }
         }
         let p = &self.shared.procs[core.index];
