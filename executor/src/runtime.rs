@@ -270,6 +270,9 @@ impl Handle {
         }
         let key = block_ons.enter();
         let _leave = Leave(block_ons, key);
+        // Paused time's auto-advance must not run while this block_on has
+        // been woken but not yet polled (see the reactor's `driver::paused`).
+        let _registered = self.shared.reactor.register_block_on(notified.clone());
         let out = loop {
             // Acquire pairs with the Release store of whoever woke us.
             if notified.swap(false, Acquire) {
@@ -298,6 +301,11 @@ impl Handle {
             // check unparks the thread, so park returns at once.
             if !ran && !notified.load(Acquire) && local.is_empty() {
                 block_ons.parked.fetch_add(1, Relaxed);
+                // Paused time: if this thread is the last to go idle, it
+                // moves the clock to the next deadline itself. A timer of
+                // its own future sets `notified` and the park below returns
+                // at once.
+                self.shared.reactor.auto_advance_parking();
                 if self.shared.config.deadlock != crate::DeadlockMode::Off
                     || self.shared.reactor.is_clock_paused()
                 {

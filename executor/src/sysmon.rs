@@ -190,6 +190,14 @@ impl Sysmon {
 }
 
 impl numa_rt_reactor::SysmonHook for Sysmon {
+    /// Paused time's auto-advance asks this from whichever thread goes idle
+    /// last (an M in its park, a parking `block_on`, the monitor).
+    fn runtime_idle(&self) -> bool {
+        self.shared
+            .upgrade()
+            .is_some_and(|shared| !shared.is_shutdown() && runtime_idle(&shared))
+    }
+
     fn tick(&self, idle: bool) -> Option<Duration> {
         let shared = self.shared.upgrade()?;
         if shared.is_shutdown() {
