@@ -253,9 +253,7 @@ impl hyper::rt::Timer for Timer {
 
     fn reset(&self, sleep: &mut Pin<Box<dyn hyper::rt::Sleep>>, new_deadline: Instant) {
         match sleep.as_mut().downcast_mut_pin::<HyperSleep>() {
-            Some(mut s) => {
-                Pin::new(&mut s.0).reset(crate::time::Instant::from_std(new_deadline))
-            }
+            Some(mut s) => Pin::new(&mut s.0).reset(crate::time::Instant::from_std(new_deadline)),
             None => *sleep = self.sleep_until(new_deadline),
         }
     }
