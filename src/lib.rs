@@ -45,6 +45,32 @@ pub use numa_rt_executor::{
 };
 pub use numa_rt_macros::{main, test};
 
+/// `#[numa_rt::main(tokio_compat)]` / `#[numa_rt::test(tokio_compat)]`:
+/// switches the side tokio runtime on (`Builder::enable_tokio_compat`).
+#[doc(hidden)]
+#[cfg(feature = "tokio-compat")]
+#[macro_export]
+macro_rules! __tokio_compat {
+    ($builder:ident) => {
+        $builder.enable_tokio_compat();
+    };
+}
+
+/// Without the `tokio-compat` feature, `tokio_compat` in the attribute is a
+/// compile error that names the feature (rather than "no method named
+/// `enable_tokio_compat`").
+#[doc(hidden)]
+#[cfg(not(feature = "tokio-compat"))]
+#[macro_export]
+macro_rules! __tokio_compat {
+    ($builder:ident) => {
+        ::core::compile_error!(
+            "`tokio_compat` needs numa_rt's `tokio-compat` feature: \
+             numa_rt = { version = \"...\", features = [\"tokio-compat\"] } in Cargo.toml"
+        );
+    };
+}
+
 /// Tasks: handles, sets, ids, errors, yielding (tokio's `task` API).
 ///
 /// ```

@@ -350,3 +350,15 @@ async fn instant_now_reads_the_paused_clock() {
     time::sleep_until(Instant::now() + Duration::from_secs(1)).await;
     assert_eq!(start.elapsed(), HOUR + Duration::from_secs(6));
 }
+
+/// The same on a test's default runtime (one P, the body a task on it):
+/// tokio's current-thread shape.
+#[numa_rt::test(start_paused = true)]
+async fn ten_thousand_random_sleeps_on_one_p() {
+    let wall = Instant::now();
+    let a = random_sleeps(7).await;
+    let took = wall.elapsed();
+    eprintln!("10,000 paused sleeps on one P: {took:?}");
+    assert_eq!(a.len(), 10_000);
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+}
