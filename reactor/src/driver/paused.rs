@@ -35,7 +35,7 @@
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Waker;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::timers::TimerKey;
 use super::{Reactor, Shared};
@@ -158,8 +158,8 @@ impl Reactor {
     }
 
     /// The runtime's now: std's clock, or the paused (or resumed) virtual one.
-    pub fn clock_now(&self) -> Instant {
-        self.shared.clock.now()
+    pub fn clock_now(&self) -> crate::time::Instant {
+        crate::time::Instant::from_std(self.shared.clock.now())
     }
 
     /// Pauses the runtime's clock: every P's timerfd is disarmed, and the
