@@ -362,3 +362,43 @@ async fn ten_thousand_random_sleeps_on_one_p() {
     assert_eq!(a.len(), 10_000);
     assert!(took < Duration::from_secs(5), "took {took:?}");
 }
+
+/// Auto-advance looks at I/O first (tokio polls its driver with a zero
+/// timeout before it advances): a reply already on its way is read before
+/// a timeout around the read can fire, whichever M goes idle last.
+async fn echo_with_timeouts() {
+    use futures::io::{AsyncReadExt, AsyncWriteExt};
+    use numa_rt::net::{TcpListener, TcpStream};
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = numa_rt::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        let mut b = [0u8; 1];
+        for _ in 0..200 {
+            s.read_exact(&mut b).await.unwrap();
+            s.write_all(&b).await.unwrap();
+        }
+    });
+    let mut c = TcpStream::connect(addr).await.unwrap();
+    for i in 0..200u8 {
+        c.write_all(&[i]).await.unwrap();
+        let mut b = [0u8; 1];
+        timeout(Duration::from_secs(1), c.read_exact(&mut b))
+            .await
+            .unwrap_or_else(|_| panic!("round {i}: the timeout fired before the ready reply"))
+            .unwrap();
+        assert_eq!(b[0], i);
+    }
+    server.await.unwrap();
+}
+
+#[numa_rt::test(start_paused = true)]
+async fn ready_io_is_seen_before_the_clock_jumps_on_one_p() {
+    echo_with_timeouts().await;
+}
+
+#[numa_rt::test(start_paused = true, max_procs = 2)]
+async fn ready_io_is_seen_before_the_clock_jumps_on_two_ps() {
+    echo_with_timeouts().await;
+    numa_rt::spawn(echo_with_timeouts()).await.unwrap();
+}

@@ -196,6 +196,13 @@ pub(crate) struct Shared {
     pub(crate) paused: paused::Paused,
 }
 
+impl Shared {
+    /// Every P's io poller (epoll) fd: paused time peeks at them.
+    pub(crate) fn io_fds(&self) -> Vec<std::os::fd::RawFd> {
+        self.ps.iter().map(|p| p.io_fd).collect()
+    }
+}
+
 impl Drop for Shared {
     fn drop(&mut self) {
         // The monitor holds the reactor weakly; tell it to end.

@@ -106,6 +106,15 @@ pub(crate) fn advance_if_idle(shared: &Shared, parking: Option<usize>) -> usize 
         if !shared.monitor.hook_runtime_idle() {
             return 0;
         }
+        // An I/O event already delivered to a poller but not yet dispatched
+        // comes first, as in tokio (which polls its driver with a zero
+        // timeout before it advances): the M that drains it (a parked
+        // watcher the kernel is waking, or this M's own wait) runs its task,
+        // and the last to go idle after that advances. A peek, so edge-
+        // triggered events stay for their drainer.
+        if crate::sys::any_readable(&shared.io_fds()) {
+            return 0;
+        }
         let Some(next) = shared
             .ps
             .iter()
