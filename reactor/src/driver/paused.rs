@@ -24,7 +24,9 @@
 //! `block_on`'s wake flag clear, and the executor's half through the
 //! sysmon hook (`SysmonHook::runtime_idle`: every P idle, queues empty,
 //! every `block_on` parked, nothing in the blocking pool or in a
-//! `block_in_place`). A wake done by an advance is visible to the next one
+//! `block_in_place`), and no io poller holding an event not yet dispatched
+//! (a `poll(2)` peek: tokio, too, polls I/O before it advances, so a reply
+//! already on its way beats a timeout around its read). A wake done by an advance is visible to the next one
 //! before the lock is released: an M that advances from its park clears its
 //! parked flag first (the woken tasks go to its own queue), a woken task
 //! elsewhere takes its P out of the idle set before its M is unparked, and a
