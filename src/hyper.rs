@@ -238,13 +238,22 @@ impl hyper::rt::Timer for Timer {
         Box::pin(HyperSleep(crate::time::sleep(duration)))
     }
 
+    // hyper speaks std's `Instant`; numa_rt's wraps it (same epoch), so the
+    // conversions are free. `now` is the runtime's clock, so hyper's own
+    // deadlines follow a paused test clock too.
     fn sleep_until(&self, deadline: Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
-        Box::pin(HyperSleep(crate::time::sleep_until(deadline)))
+        Box::pin(HyperSleep(crate::time::sleep_until(
+            crate::time::Instant::from_std(deadline),
+        )))
+    }
+
+    fn now(&self) -> Instant {
+        crate::time::Instant::now().into_std()
     }
 
     fn reset(&self, sleep: &mut Pin<Box<dyn hyper::rt::Sleep>>, new_deadline: Instant) {
         match sleep.as_mut().downcast_mut_pin::<HyperSleep>() {
-            Some(mut s) => Pin::new(&mut s.0).reset(new_deadline),
+            Some(mut s) => Pin::new(&mut s.0).reset(crate::time::Instant::from_std(new_deadline)),
             None => *sleep = self.sleep_until(new_deadline),
         }
     }

@@ -45,6 +45,32 @@ pub use numa_rt_executor::{
 };
 pub use numa_rt_macros::{main, test};
 
+/// `#[numa_rt::main(tokio_compat)]` / `#[numa_rt::test(tokio_compat)]`:
+/// switches the side tokio runtime on (`Builder::enable_tokio_compat`).
+#[doc(hidden)]
+#[cfg(feature = "tokio-compat")]
+#[macro_export]
+macro_rules! __tokio_compat {
+    ($builder:ident) => {
+        $builder.enable_tokio_compat();
+    };
+}
+
+/// Without the `tokio-compat` feature, `tokio_compat` in the attribute is a
+/// compile error that names the feature (rather than "no method named
+/// `enable_tokio_compat`").
+#[doc(hidden)]
+#[cfg(not(feature = "tokio-compat"))]
+#[macro_export]
+macro_rules! __tokio_compat {
+    ($builder:ident) => {
+        ::core::compile_error!(
+            "`tokio_compat` needs numa_rt's `tokio-compat` feature: \
+             numa_rt = { version = \"...\", features = [\"tokio-compat\"] } in Cargo.toml"
+        );
+    };
+}
+
 /// Tasks: handles, sets, ids, errors, yielding (tokio's `task` API).
 ///
 /// ```
@@ -95,28 +121,33 @@ pub mod numa {
 
 /// Timers: each lives on the processor where it was created.
 ///
+/// The names are tokio's: [`Instant`](time::Instant) (whose `now()` reads
+/// the runtime's clock), [`Duration`](time::Duration), [`sleep`](time::sleep),
+/// [`sleep_until`](time::sleep_until), [`timeout`](time::timeout),
+/// [`timeout_at`](time::timeout_at), [`interval`](time::interval) with
+/// [`MissedTickBehavior`](time::MissedTickBehavior).
+///
 /// Tests can pause the runtime's clock ([`pause`](time::pause),
 /// [`advance`](time::advance), [`resume`](time::resume), or
 /// `#[numa_rt::test(start_paused = true)]`): while it is paused and every
-/// task is idle, it jumps to the next timer, so a test of timer code runs in
-/// no time. Read the runtime's clock with [`now`](time::now) (deadlines are
-/// `std::time::Instant`s, but `Instant::now()` reads the real clock).
+/// task is idle, it jumps to the next timer at once, so a test of timer code
+/// runs in no time. `time::Instant::now()` (and [`now`](time::now)) read the
+/// paused clock; `std::time::Instant::now()` reads the real one.
 ///
 /// ```
-/// use std::time::Duration;
-/// use numa_rt::time;
+/// use numa_rt::time::{self, Duration, Instant};
 ///
 /// // `#[numa_rt::test(start_paused = true)]` in a test.
 /// #[numa_rt::main(start_paused = true, max_procs = 2)]
 /// async fn main() {
-///     let start = time::now();
+///     let start = Instant::now();
 ///     let wall = std::time::Instant::now();
 ///     let mut delay = Duration::from_secs(1);
 ///     for _ in 0..10 {
 ///         time::sleep(delay).await; // 1 + 2 + ... + 512 s of paused time
 ///         delay *= 2;
 ///     }
-///     assert_eq!(time::now() - start, Duration::from_secs(1023));
+///     assert_eq!(start.elapsed(), Duration::from_secs(1023));
 ///     assert!(wall.elapsed() < Duration::from_secs(30));
 /// }
 /// ```

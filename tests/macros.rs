@@ -14,6 +14,9 @@ fn ui() {
     let t = trybuild::TestCases::new();
     t.compile_fail("tests/ui/*.rs");
     t.pass("tests/ui/pass/*.rs");
+    // `tokio_compat` without numa_rt's feature: only then is it an error.
+    #[cfg(not(feature = "tokio-compat"))]
+    t.compile_fail("tests/ui/no_compat/*.rs");
 }
 
 #[numa_rt::test]
@@ -85,4 +88,69 @@ async fn a_deadlocked_test_fails_instead_of_hanging() {
 #[numa_rt::test(deadlock = "warn")]
 async fn the_deadlock_mode_can_be_chosen() {
     numa_rt::spawn(async {}).await.unwrap();
+}
+
+/// tokio's test default: one P, the body a task on it. The issue's racy
+/// expiry: a spawned task expires a key when its deadline passes; after
+/// `advance` the body's next step must see the key gone. With the body
+/// polled by `block_on` on the test thread it raced the purge task on the
+/// worker (12 of 20 runs failed); here the purge task runs before the body
+/// goes on, every time.
+#[numa_rt::test(start_paused = true)]
+async fn the_body_does_not_race_its_own_tasks() {
+    use numa_rt::time::{advance, sleep_until, Duration, Instant};
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+    for round in 0..20 {
+        let db: Arc<Mutex<HashMap<&str, Instant>>> = Arc::default();
+        let expires = Instant::now() + Duration::from_secs(1);
+        db.lock().unwrap().insert("key", expires);
+        let purge = numa_rt::spawn({
+            let db = db.clone();
+            async move {
+                sleep_until(expires).await;
+                let now = Instant::now();
+                db.lock().unwrap().retain(|_, at| *at > now);
+            }
+        });
+        // Let the purge task register its timer, as a server's would be
+        // by the time a request comes.
+        numa_rt::task::yield_now().await;
+        advance(Duration::from_secs(1)).await;
+        assert!(
+            !db.lock().unwrap().contains_key("key"),
+            "round {round}: the key has not expired yet"
+        );
+        purge.await.unwrap();
+    }
+}
+
+/// A `current_thread` body that deadlocks fails with the diagnostic too.
+#[numa_rt::test]
+#[should_panic(expected = "all tasks are asleep - possible deadlock")]
+async fn a_deadlocked_current_thread_test_fails() {
+    let (_tx, rx) = futures::channel::oneshot::channel::<()>();
+    let _ = rx.await;
+}
+
+/// A `current_thread` body may hold `!Send` values across awaits and
+/// return a `!Send` error; its tasks run on the same one P.
+#[numa_rt::test(flavor = "current_thread")]
+async fn current_thread_body_is_not_send() -> Result<(), Box<dyn std::error::Error>> {
+    let rc = std::rc::Rc::new(std::cell::Cell::new(0));
+    let body_thread = std::thread::current().id();
+    let task_thread = numa_rt::spawn(async { std::thread::current().id() })
+        .await
+        .unwrap();
+    rc.set(rc.get() + 1);
+    assert_eq!(body_thread, task_thread, "one P, one worker thread");
+    assert_eq!(numa_rt::Handle::current().metrics().num_procs(), 1);
+    let _: u32 = "7".parse()?;
+    Ok(())
+}
+
+/// `flavor = "multi_thread", worker_threads = N` is `max_procs = N`.
+#[numa_rt::test(flavor = "multi_thread", worker_threads = 3)]
+async fn multi_thread_worker_threads() {
+    assert_eq!(numa_rt::Handle::current().metrics().num_procs(), 3);
 }

@@ -291,3 +291,114 @@ async fn retries_back_off() {
     }
     assert_eq!(numa_rt::time::now() - start, Duration::from_secs(15));
 }
+
+/// tokio's `paused_time_is_deterministic`: 10,000 sleeps of random
+/// durations (up to 1 s) in a row; returns when each ended, in paused time.
+async fn random_sleeps(seed: u64) -> Vec<Duration> {
+    let mut x = seed;
+    let start = time::Instant::now();
+    let mut ends = Vec::with_capacity(10_000);
+    for _ in 0..10_000 {
+        // xorshift64: a fixed sequence per seed.
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        sleep(Duration::from_nanos(x % 1_000_000_000)).await;
+        ends.push(start.elapsed());
+    }
+    ends
+}
+
+/// Auto-advance moves the clock as soon as the last thread goes idle, not
+/// once per monitor round (10.9 s for this at one deadline per round):
+/// the sleeps awaited by `block_on` itself, then by a task on a worker.
+/// The bound only guards against a hang; the figure is printed.
+#[numa_rt::test(start_paused = true, max_procs = 2)]
+async fn ten_thousand_random_sleeps_run_at_once_and_deterministically() {
+    let wall = Instant::now();
+    let a = random_sleeps(0x9e37_79b9_7f4a_7c15).await;
+    let in_block_on = wall.elapsed();
+    let wall = Instant::now();
+    let b = numa_rt::spawn(random_sleeps(0x9e37_79b9_7f4a_7c15))
+        .await
+        .unwrap();
+    let in_task = wall.elapsed();
+    eprintln!("10,000 paused sleeps: {in_block_on:?} in block_on, {in_task:?} in a task");
+    assert_eq!(a, b, "paused time is deterministic");
+    assert!(a.windows(2).all(|w| w[0] <= w[1]));
+    for took in [in_block_on, in_task] {
+        assert!(took < Duration::from_secs(5), "took {took:?}");
+    }
+}
+
+/// `numa_rt::time::Instant::now()` reads the paused clock (the issue's
+/// expiry bug: with std's `Instant` the expiry never came), and converts
+/// to and from std's.
+#[numa_rt::test(start_paused = true)]
+async fn instant_now_reads_the_paused_clock() {
+    use numa_rt::time::Instant;
+    let start = Instant::now();
+    let expires_at = start + Duration::from_secs(5);
+    sleep(Duration::from_secs(5)).await;
+    assert!(Instant::now() >= expires_at, "the key expired");
+    assert_eq!(Instant::now() - start, Duration::from_secs(5));
+    advance(HOUR).await;
+    assert_eq!(start.elapsed(), HOUR + Duration::from_secs(5));
+    // While paused, std's clock has barely moved.
+    assert!(std::time::Instant::now() < start.into_std() + HOUR);
+    assert_eq!(Instant::from_std(start.into_std()), start);
+    time::sleep_until(Instant::now() + Duration::from_secs(1)).await;
+    assert_eq!(start.elapsed(), HOUR + Duration::from_secs(6));
+}
+
+/// The same on a test's default runtime (one P, the body a task on it):
+/// tokio's current-thread shape.
+#[numa_rt::test(start_paused = true)]
+async fn ten_thousand_random_sleeps_on_one_p() {
+    let wall = Instant::now();
+    let a = random_sleeps(7).await;
+    let took = wall.elapsed();
+    eprintln!("10,000 paused sleeps on one P: {took:?}");
+    assert_eq!(a.len(), 10_000);
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+}
+
+/// Auto-advance looks at I/O first (tokio polls its driver with a zero
+/// timeout before it advances): a reply already on its way is read before
+/// a timeout around the read can fire, whichever M goes idle last.
+async fn echo_with_timeouts() {
+    use futures::io::{AsyncReadExt, AsyncWriteExt};
+    use numa_rt::net::{TcpListener, TcpStream};
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = numa_rt::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        let mut b = [0u8; 1];
+        for _ in 0..200 {
+            s.read_exact(&mut b).await.unwrap();
+            s.write_all(&b).await.unwrap();
+        }
+    });
+    let mut c = TcpStream::connect(addr).await.unwrap();
+    for i in 0..200u8 {
+        c.write_all(&[i]).await.unwrap();
+        let mut b = [0u8; 1];
+        timeout(Duration::from_secs(1), c.read_exact(&mut b))
+            .await
+            .unwrap_or_else(|_| panic!("round {i}: the timeout fired before the ready reply"))
+            .unwrap();
+        assert_eq!(b[0], i);
+    }
+    server.await.unwrap();
+}
+
+#[numa_rt::test(start_paused = true)]
+async fn ready_io_is_seen_before_the_clock_jumps_on_one_p() {
+    echo_with_timeouts().await;
+}
+
+#[numa_rt::test(start_paused = true, max_procs = 2)]
+async fn ready_io_is_seen_before_the_clock_jumps_on_two_ps() {
+    echo_with_timeouts().await;
+    numa_rt::spawn(echo_with_timeouts()).await.unwrap();
+}

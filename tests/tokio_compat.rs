@@ -325,3 +325,17 @@ fn reqwest_gets_from_a_local_hyper_server() {
     });
     assert_eq!(body, vec!["hello from /compat"; 3]);
 }
+
+/// `#[numa_rt::test(tokio_compat)]` switches the side runtime on: tokio's
+/// timer works in the body, on the test's default one P.
+#[numa_rt::test(tokio_compat)]
+async fn the_test_attribute_switches_compat_on() {
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert_eq!(tokio::spawn(async { 6 * 7 }).await.unwrap(), 42);
+}
+
+/// The same for `main`-style multi-threaded runtimes.
+#[numa_rt::test(flavor = "multi_thread", worker_threads = 2, tokio_compat = true)]
+async fn the_attribute_with_other_arguments() {
+    tokio::time::sleep(Duration::from_millis(1)).await;
+}

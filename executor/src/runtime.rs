@@ -65,6 +65,55 @@ impl Runtime {
         self.handle.block_on(future)
     }
 
+    /// Runs the future `make` builds as a task pinned to one worker (an M
+    /// holding a P), waits for it on the current thread, shuts the runtime
+    /// down and returns the task's output; a panic in the task resumes here.
+    /// With `max_procs(1)` this is tokio's current-thread `block_on`: the
+    /// future is polled on the one P, so it never runs at the same time as
+    /// the tasks it spawns (`#[numa_rt::test]`'s default,
+    /// `flavor = "current_thread"`). [`Runtime::block_on`] instead polls its
+    /// future on the calling thread, beside the P's.
+    ///
+    /// The future is built on the worker, so it need not be `Send`; nor need
+    /// its output, which comes back only after shutdown has joined every
+    /// thread of the runtime (hence `self` by value).
+    ///
+    /// ```
+    /// let rt = numa_rt_executor::Builder::new().max_procs(1).build().unwrap();
+    /// let out = rt.run_on_worker(|| async {
+    ///     let rc = std::rc::Rc::new(6); // !Send, across an await
+    ///     let seven = numa_rt_executor::spawn(async { 7 }).await.unwrap();
+    ///     *rc * seven
+    /// });
+    /// assert_eq!(out, 42);
+    /// ```
+    ///
+    /// # Panics
+    /// When called from a numa_rt worker thread (see [`Runtime::block_on`]);
+    /// if the task panics (with its payload); if the runtime shuts down
+    /// before the task completes.
+    #[track_caller]
+    pub fn run_on_worker<M, F>(self, make: M) -> F::Output
+    where
+        M: FnOnce() -> F + Send + 'static,
+        F: Future + 'static,
+        F::Output: 'static,
+    {
+        let task = self.spawn(async move {
+            crate::spawn_local(async move { AfterShutdown(make().await) }).await
+        });
+        let out = self.block_on(task);
+        // Joins every thread of the runtime: see `AfterShutdown`.
+        drop(self);
+        match out {
+            Ok(Ok(AfterShutdown(v))) => v,
+            Err(e) | Ok(Err(e)) => match e.try_into_panic() {
+                Ok(payload) => std::panic::resume_unwind(payload),
+                Err(e) => panic!("Runtime::run_on_worker: the task did not complete: {e}"),
+            },
+        }
+    }
+
     /// Spawns a task on the runtime.
     #[track_caller]
     pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
@@ -138,6 +187,23 @@ impl Runtime {
         shared.stop_tokio(deadline);
     }
 }
+
+/// The output of [`Runtime::run_on_worker`]'s task, carried from the worker
+/// to the caller's thread although it may not be `Send`.
+struct AfterShutdown<T>(T);
+
+// SAFETY: `run_on_worker` moves the value out of this wrapper only after it
+// has dropped the runtime, whose shutdown (no deadline) has dropped every
+// task, pinned or not, and waited until every M has left its scheduling
+// loop and the blocking pool has stopped: no code of the runtime runs any
+// more that could touch state the value shares (an `Rc` clone held by
+// another task) at the same time as the caller. From the worker to the
+// caller it moves through the JoinHandles' own synchronisation (happens-
+// before). The one gap: a value sharing an `Rc` with a *thread-local* of a
+// worker, whose destructor may run as that thread exits; the task would
+// have to return a clone of a worker's thread-local, which tests and
+// `main`s do not do.
+unsafe impl<T> Send for AfterShutdown<T> {}
 
 impl Drop for Runtime {
     fn drop(&mut self) {
@@ -270,6 +336,9 @@ impl Handle {
         }
         let key = block_ons.enter();
         let _leave = Leave(block_ons, key);
+        // Paused time's auto-advance must not run while this block_on has
+        // been woken but not yet polled (see the reactor's `driver::paused`).
+        let _registered = self.shared.reactor.register_block_on(notified.clone());
         let out = loop {
             // Acquire pairs with the Release store of whoever woke us.
             if notified.swap(false, Acquire) {
@@ -298,6 +367,11 @@ impl Handle {
             // check unparks the thread, so park returns at once.
             if !ran && !notified.load(Acquire) && local.is_empty() {
                 block_ons.parked.fetch_add(1, Relaxed);
+                // Paused time: if this thread is the last to go idle, it
+                // moves the clock to the next deadline itself. A timer of
+                // its own future sets `notified` and the park below returns
+                // at once.
+                self.shared.reactor.auto_advance_parking();
                 if self.shared.config.deadlock != crate::DeadlockMode::Off
                     || self.shared.reactor.is_clock_paused()
                 {

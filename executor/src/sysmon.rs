@@ -38,7 +38,11 @@
 //!   idle (every M parked, every P idle with empty queues, every `block_on`
 //!   parked, no `block_in_place` or blocking-pool work), it moves the clock
 //!   to the earliest timer of all P's and fires it
-//!   (`Reactor::auto_advance`). A paused runtime with timers is therefore
+//!   (`Reactor::auto_advance`). This is the fallback: the thread that makes
+//!   the runtime idle (an M about to park, a parking `block_on`) advances
+//!   by itself, asking [`runtime_idle`] through the hook's `runtime_idle`;
+//!   the round catches idleness nobody parked into (a blocking-pool task
+//!   that ends without waking anything). A paused runtime with timers is therefore
 //!   never diagnosed as deadlocked. docs/architecture.md, "Paused time
 //!   (tests)", has the design and its races.
 //!
@@ -190,6 +194,14 @@ impl Sysmon {
 }
 
 impl numa_rt_reactor::SysmonHook for Sysmon {
+    /// Paused time's auto-advance asks this from whichever thread goes idle
+    /// last (an M in its park, a parking `block_on`, the monitor).
+    fn runtime_idle(&self) -> bool {
+        self.shared
+            .upgrade()
+            .is_some_and(|shared| !shared.is_shutdown() && runtime_idle(&shared))
+    }
+
     fn tick(&self, idle: bool) -> Option<Duration> {
         let shared = self.shared.upgrade()?;
         if shared.is_shutdown() {

@@ -3,7 +3,9 @@
 //!
 //! Both entry points follow the same steps: parse the arguments into a [`Config`], check that the
 //! function is one the attribute can wrap, then emit a synchronous function that builds a runtime and
-//! `block_on`s the original body as an `async move` block. Every problem becomes a
+//! runs the original body, an `async move` block, on it: `block_on` on the calling thread
+//! (`multi_thread`), or `Runtime::run_on_worker` as a task on the one P (`current_thread`, a test's
+//! default). Every problem becomes a
 //! `compile_error!` spanned at the offending token; the arguments' errors are collected together so
 //! one build shows all of them. Next to the errors we still emit a function with the same name, so
 //! the user doesn't also get "`main` function not found" or errors about the macro's own output.
@@ -18,11 +20,14 @@ use syn::{AttrStyle, Attribute, Expr, Ident, ItemFn, Lit, LitStr, Path, ReturnTy
 
 /// The argument names both attributes accept, in the order the error message lists them.
 const KNOWN_ARGS: &[&str] = &[
+    "flavor",
+    "worker_threads",
     "max_procs",
     "topology",
     "global_queue_interval",
     "deadlock",
     "start_paused",
+    "tokio_compat",
     "crate",
 ];
 
@@ -128,11 +133,16 @@ impl Parse for Arg {
         if !input.peek(Ident::peek_any) {
             return Err(input.error(
                 "expected an argument such as `max_procs = 4`; \
-                 the arguments are `max_procs`, `topology`, `global_queue_interval`, \
-                 `deadlock`, `start_paused` and `crate`",
+                 the arguments are `flavor`, `worker_threads`, `max_procs`, `topology`, \
+                 `global_queue_interval`, `deadlock`, `start_paused`, `tokio_compat` and `crate`",
             ));
         }
         let key = input.call(Ident::parse_any)?;
+        if !input.peek(Token![=]) && key == "tokio_compat" {
+            // A bare flag: `tokio_compat` is `tokio_compat = true`.
+            let value = syn::parse_quote_spanned!(key.span()=> true);
+            return Ok(Arg { key, value });
+        }
         if !input.peek(Token![=]) {
             let name = key.unraw().to_string();
             return Err(if KNOWN_ARGS.contains(&name.as_str()) {
@@ -158,14 +168,9 @@ fn unknown_arg(key: &Ident) -> syn::Error {
         .map(|k| format!("`{k}`"))
         .collect::<Vec<_>>()
         .join(", ");
-    let hint = match name.as_str() {
-        "worker_threads" => "; numa_rt calls the worker count `max_procs`",
-        "flavor" => "; numa_rt has one multi-threaded flavor (`max_procs = 1` for a single worker)",
-        _ => "",
-    };
     syn::Error::new_spanned(
         key,
-        format!("unknown attribute `{name}`: expected one of {list}{hint}"),
+        format!("unknown attribute `{name}`: expected one of {list}"),
     )
 }
 
@@ -175,6 +180,13 @@ fn unknown_arg(key: &Ident) -> syn::Error {
 struct Config {
     /// `crate = "path"`: where the runtime lives, instead of `::numa_rt`.
     crate_path: Option<Path>,
+    /// `flavor = "current_thread" | "multi_thread"` (tokio's).
+    flavor: Option<(Ident, Flavor)>,
+    /// `worker_threads = N` (tokio's name): `Builder::max_procs(N)`.
+    worker_threads: Option<(Ident, Literal)>,
+    /// `tokio_compat` or `tokio_compat = true | false`: the side tokio
+    /// runtime (`Builder::enable_tokio_compat`).
+    tokio_compat: Option<(Ident, syn::LitBool)>,
     /// `max_procs = N`.
     max_procs: Option<(Ident, Literal)>,
     /// `global_queue_interval = N`.
@@ -189,11 +201,40 @@ struct Config {
     start_paused: Option<(Ident, syn::LitBool)>,
 }
 
+/// How the body runs (tokio's runtime flavors).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Flavor {
+    /// One P, the body a task on it (`Runtime::run_on_worker`): it never runs at the same time as
+    /// the tasks it spawns. `#[numa_rt::test]`'s default.
+    CurrentThread,
+    /// `max_procs` P's (by default the CPU quota), the body polled by `block_on` on the calling
+    /// thread. `#[numa_rt::main]`'s default, and a test's when it sets the number of P's.
+    MultiThread,
+}
+
 impl Config {
+    /// The flavor: as given, else `current_thread` for a test that does not set the number of P's
+    /// (tokio's default for tests), else `multi_thread`.
+    fn flavor(&self, kind: Kind) -> Flavor {
+        match &self.flavor {
+            Some((_, f)) => *f,
+            None if kind == Kind::Test
+                && self.max_procs.is_none()
+                && self.worker_threads.is_none() =>
+            {
+                Flavor::CurrentThread
+            }
+            None => Flavor::MultiThread,
+        }
+    }
+
     /// Whether any runtime setting (as opposed to `crate`) was given, i.e. whether the runtime is
     /// built with `Builder` rather than `Runtime::new()`.
     fn uses_builder(&self) -> bool {
-        self.max_procs.is_some()
+        self.flavor.is_some()
+            || self.worker_threads.is_some()
+            || self.tokio_compat.is_some()
+            || self.max_procs.is_some()
             || self.global_queue_interval.is_some()
             || self.topology.is_some()
             || self.deadlock.is_some()
@@ -216,7 +257,45 @@ fn parse_config(args: TokenStream) -> (Config, Option<syn::Error>) {
             push_error(&mut errors, e);
         }
     }
+    if let Err(e) = check_combination(&mut config) {
+        push_error(&mut errors, e);
+    }
     (config, errors)
+}
+
+/// The arguments that contradict each other; the later one is dropped from `config`.
+fn check_combination(config: &mut Config) -> syn::Result<()> {
+    let mut errors = None;
+    if let (Some(_), Some((key, _))) = (&config.max_procs, &config.worker_threads) {
+        push_error(
+            &mut errors,
+            syn::Error::new_spanned(
+                key,
+                "`worker_threads` and `max_procs` are the same setting (the number of P's): give one",
+            ),
+        );
+        config.worker_threads = None;
+    }
+    if let Some((_, Flavor::CurrentThread)) = &config.flavor {
+        for (key, _) in [config.max_procs.take(), config.worker_threads.take()]
+            .into_iter()
+            .flatten()
+        {
+            push_error(
+                &mut errors,
+                syn::Error::new_spanned(
+                    &key,
+                    format!(
+                        "`{key}` needs `flavor = \"multi_thread\"`: \"current_thread\" runs one P"
+                    ),
+                ),
+            );
+        }
+    }
+    match errors {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }
 
 /// Checks one argument and records it in `config`.
@@ -233,6 +312,29 @@ fn apply_arg(config: &mut Config, seen: &mut Vec<String>, arg: Arg) -> syn::Resu
     }
     seen.push(name.clone());
     match name.as_str() {
+        "flavor" => {
+            let lit = string_lit(&name, &arg.value, "\"current_thread\"")?;
+            let flavor = match lit.value().as_str() {
+                "current_thread" => Flavor::CurrentThread,
+                "multi_thread" => Flavor::MultiThread,
+                other => {
+                    return Err(syn::Error::new_spanned(
+                        &lit,
+                        format!(
+                            "`flavor` is \"current_thread\" or \"multi_thread\", not {other:?}"
+                        ),
+                    ))
+                }
+            };
+            config.flavor = Some((arg.key, flavor));
+        }
+        "worker_threads" => {
+            let n = positive_int(&name, &arg.value, "4", usize::MAX as u64)?;
+            config.worker_threads = Some((arg.key, n));
+        }
+        "tokio_compat" => {
+            config.tokio_compat = Some((arg.key, bool_lit(&name, &arg.value)?));
+        }
         "max_procs" => {
             let n = positive_int(&name, &arg.value, "4", usize::MAX as u64)?;
             config.max_procs = Some((arg.key, n));
@@ -268,18 +370,7 @@ fn apply_arg(config: &mut Config, seen: &mut Vec<String>, arg: Arg) -> syn::Resu
             config.deadlock = Some((arg.key, Ident::new(variant, lit.span())));
         }
         "start_paused" => {
-            let lit = match strip_groups(&arg.value) {
-                Expr::Lit(syn::ExprLit {
-                    lit: Lit::Bool(b), ..
-                }) => b.clone(),
-                other => {
-                    return Err(syn::Error::new_spanned(
-                        other,
-                        "`start_paused` expects `true` or `false`, as in `start_paused = true`",
-                    ))
-                }
-            };
-            config.start_paused = Some((arg.key, lit));
+            config.start_paused = Some((arg.key, bool_lit(&name, &arg.value)?));
         }
         "crate" => {
             let lit = string_lit(&name, &arg.value, "\"numa_rt\"")?;
@@ -346,6 +437,19 @@ fn positive_int(name: &str, value: &Expr, example: &str, max: u64) -> syn::Resul
         _ => Err(syn::Error::new_spanned(
             value,
             format!("`{name}` expects an integer literal, as in `{name} = {example}`"),
+        )),
+    }
+}
+
+/// `value` as `true` or `false`.
+fn bool_lit(name: &str, value: &Expr) -> syn::Result<syn::LitBool> {
+    match strip_groups(value) {
+        Expr::Lit(syn::ExprLit {
+            lit: Lit::Bool(b), ..
+        }) => Ok(b.clone()),
+        other => Err(syn::Error::new_spanned(
+            other,
+            format!("`{name}` expects `true` or `false`, as in `{name} = true`"),
         )),
     }
 }
@@ -459,7 +563,17 @@ fn runtime_expr(kind: Kind, config: &Config) -> TokenStream {
     }
     let mut calls = TokenStream::new();
     // Each call carries its argument's span: if the runtime's API disagrees, the error points there.
+    if config.flavor(kind) == Flavor::CurrentThread {
+        let span = config
+            .flavor
+            .as_ref()
+            .map_or_else(Span::call_site, |(key, _)| key.span());
+        calls.extend(quote_spanned! {span=> .max_procs(1) });
+    }
     if let Some((key, n)) = &config.max_procs {
+        calls.extend(quote_spanned! {key.span()=> .max_procs(#n) });
+    }
+    if let Some((key, n)) = &config.worker_threads {
         calls.extend(quote_spanned! {key.span()=> .max_procs(#n) });
     }
     if let Some((key, n)) = &config.global_queue_interval {
@@ -488,7 +602,26 @@ fn runtime_expr(kind: Kind, config: &Config) -> TokenStream {
     if let Some((key, b)) = &config.start_paused {
         calls.extend(quote_spanned! {key.span()=> .start_paused(#b) });
     }
-    quote! { #krate::Builder::new() #calls .build().expect(#BUILD_FAILED) }
+    match &config.tokio_compat {
+        // `enable_tokio_compat` exists only with numa_rt's `tokio-compat` feature: the facade's
+        // `__tokio_compat!` calls it, or is a compile error naming the feature.
+        Some((key, b)) if b.value => {
+            let builder = Ident::new("builder", Span::mixed_site());
+            let compat = quote_spanned! {key.span()=> #krate::__tokio_compat!(#builder); };
+            let calls = if calls.is_empty() {
+                TokenStream::new()
+            } else {
+                quote! { #builder #calls; }
+            };
+            quote! {{
+                let mut #builder = #krate::Builder::new();
+                #calls
+                #compat
+                #builder.build().expect(#BUILD_FAILED)
+            }}
+        }
+        _ => quote! { #krate::Builder::new() #calls .build().expect(#BUILD_FAILED) },
+    }
 }
 
 /// The synchronous function that runs `func`'s body on a new runtime.
@@ -541,6 +674,39 @@ fn expand_fn(kind: Kind, config: &Config, func: ItemFn) -> TokenStream {
     } else {
         quote! { async move #block }
     };
+    if config.flavor(kind) == Flavor::CurrentThread {
+        // The body is built and polled on the one worker (`Runtime::run_on_worker`), so it never
+        // races its own tasks. Tests erase its type: `run_on_worker` is instantiated once per
+        // output type rather than once per test.
+        let make = Ident::new("make", Span::mixed_site());
+        let test_attr = match kind {
+            Kind::Test => quote!(#[::core::prelude::v1::test]),
+            Kind::Main => TokenStream::new(),
+        };
+        let run = if kind == Kind::Test && typed {
+            quote! {
+                let #make: ::std::boxed::Box<
+                    dyn ::core::ops::FnOnce() -> ::core::pin::Pin<
+                        ::std::boxed::Box<dyn ::core::future::Future<Output = #output>>,
+                    > + ::core::marker::Send,
+                > = ::std::boxed::Box::new(move || -> ::core::pin::Pin<
+                    ::std::boxed::Box<dyn ::core::future::Future<Output = #output>>,
+                > { ::std::boxed::Box::pin(#async_body) });
+                #rt.run_on_worker(#make)
+            }
+        } else {
+            quote! { #rt.run_on_worker(move || #async_body) }
+        };
+        return quote! {
+            #test_attr
+            #(#outer)*
+            #vis #sig {
+                #(#inner)*
+                let #rt = #runtime;
+                #run
+            }
+        };
+    }
     // Tests pin the body and erase its type, so `block_on` is instantiated once per output type
     // rather than once per test: many tests, less code to compile.
     let erase = if kind == Kind::Test && typed {
@@ -674,12 +840,14 @@ mod tests {
     fn unknown_argument() {
         assert_eq!(
             arg_errors("foo = 1"),
-            ["unknown attribute `foo`: expected one of `max_procs`, `topology`, `global_queue_interval`, `deadlock`, `start_paused`, `crate`"]
+            ["unknown attribute `foo`: expected one of `flavor`, `worker_threads`, `max_procs`, `topology`, `global_queue_interval`, `deadlock`, `start_paused`, `tokio_compat`, `crate`"]
         );
-        assert!(arg_errors("worker_threads = 2")[0]
-            .ends_with("numa_rt calls the worker count `max_procs`"));
         // Unknown and without a value: still reported as unknown.
-        assert!(arg_errors("flavor")[0].starts_with("unknown attribute `flavor`"));
+        assert!(arg_errors("foo")[0].starts_with("unknown attribute `foo`"));
+        assert_eq!(
+            arg_errors("flavor"),
+            ["`flavor` needs a value: write `flavor = ...`"]
+        );
     }
 
     #[test]
@@ -824,6 +992,91 @@ mod tests {
                 ["`start_paused` expects `true` or `false`, as in `start_paused = true`"]
             );
         }
+    }
+
+    #[test]
+    fn tokio_flavors() {
+        // A test's default: one P, the body a task on it.
+        let out = squash(&test_str("", "async fn t() {}"));
+        assert!(
+            out.contains("::numa_rt::Builder::new().max_procs(1)"),
+            "{out}"
+        );
+        assert!(out.contains("rt.run_on_worker(make)"), "{out}");
+        assert!(!out.contains("block_on"), "{out}");
+        // Setting the number of P's keeps the body on the test thread.
+        let out = squash(&test_str("max_procs = 2", "async fn t() {}"));
+        assert!(out.contains("rt.block_on(body)"), "{out}");
+        let out = squash(&test_str(
+            r#"flavor = "multi_thread", worker_threads = 3"#,
+            "async fn t() {}",
+        ));
+        assert!(out.contains("Builder::new().max_procs(3)"), "{out}");
+        assert!(out.contains("rt.block_on(body)"), "{out}");
+        let out = squash(&test_str(r#"flavor = "multi_thread""#, "async fn t() {}"));
+        assert!(!out.contains("max_procs"), "{out}");
+        assert!(out.contains("rt.block_on(body)"), "{out}");
+        // `main` defaults to multi_thread; current_thread is asked for.
+        let out = squash(&main_str("", "async fn main() {}"));
+        assert!(out.contains("rt.block_on(body)"), "{out}");
+        let out = squash(&main_str(
+            r#"flavor = "current_thread""#,
+            "async fn main() {}",
+        ));
+        assert!(out.contains("Builder::new().max_procs(1).build()"), "{out}");
+        assert!(out.contains("rt.run_on_worker(move||asyncmove{"), "{out}");
+        let out = squash(&main_str("worker_threads = 2", "async fn main() {}"));
+        assert!(out.contains("Builder::new().max_procs(2).build()"), "{out}");
+    }
+
+    #[test]
+    fn flavor_errors() {
+        assert_eq!(
+            arg_errors(r#"flavor = "local""#),
+            [r#"`flavor` is "current_thread" or "multi_thread", not "local""#]
+        );
+        assert_eq!(
+            arg_errors(r#"flavor = "current_thread", worker_threads = 2"#),
+            [r#"`worker_threads` needs `flavor = "multi_thread"`: "current_thread" runs one P"#]
+        );
+        assert_eq!(
+            arg_errors(r#"max_procs = 2, flavor = "current_thread""#),
+            [r#"`max_procs` needs `flavor = "multi_thread"`: "current_thread" runs one P"#]
+        );
+        assert_eq!(
+            arg_errors("worker_threads = 2, max_procs = 2"),
+            ["`worker_threads` and `max_procs` are the same setting (the number of P's): give one"]
+        );
+        assert_eq!(
+            arg_errors("worker_threads = 0"),
+            ["`worker_threads` must be at least 1"]
+        );
+        assert_eq!(
+            arg_errors("flavor = current_thread"),
+            ["`flavor` expects a string literal, as in `flavor = \"current_thread\"`"]
+        );
+    }
+
+    #[test]
+    fn tokio_compat_argument() {
+        for args in ["tokio_compat", "tokio_compat = true"] {
+            let out = squash(&main_str(args, "async fn main() {}"));
+            assert!(
+                out.contains("letmutbuilder=::numa_rt::Builder::new();::numa_rt::__tokio_compat!(builder);builder.build()"),
+                "{out}"
+            );
+        }
+        let out = squash(&test_str("tokio_compat", "async fn t() {}"));
+        assert!(
+            out.contains("builder.max_procs(1).deadlock_default(::numa_rt::DeadlockMode::Panic);::numa_rt::__tokio_compat!(builder);"),
+            "{out}"
+        );
+        let out = squash(&main_str("tokio_compat = false", "async fn main() {}"));
+        assert!(!out.contains("__tokio_compat"), "{out}");
+        assert_eq!(
+            arg_errors("tokio_compat = 1"),
+            ["`tokio_compat` expects `true` or `false`, as in `tokio_compat = true`"]
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@
 //! }
 //! ```
 //!
-//! expands to (roughly)
+//! expands to (roughly; this is the `multi_thread` flavor, `main`'s default)
 //!
 //! ```ignore
 //! fn main() {
@@ -46,6 +46,12 @@
 //! Emits a `#[test]` function that builds its own runtime; other attributes such as
 //! `#[should_panic]` or `#[ignore]` are kept.
 //!
+//! A test's default is tokio's: the `current_thread` flavor, one P with the body a task on it
+//! (`Runtime::run_on_worker`), so the body never runs at the same time as the tasks it spawns and
+//! paused-time tests are deterministic. A test that sets the number of P's (`max_procs`,
+//! `worker_threads`) or asks for `flavor = "multi_thread"` gets that many P's (by default the CPU
+//! quota) with the body polled by `block_on` on the test thread.
+//!
 //! ```ignore
 //! #[numa_rt::test(max_procs = 2)]
 //! async fn spawns() {
@@ -65,13 +71,17 @@
 //!
 //! | argument | value | becomes |
 //! | --- | --- | --- |
+//! | `flavor` | `"current_thread"` or `"multi_thread"` | one P and the body a task on it (`max_procs(1)`, `Runtime::run_on_worker`), or `block_on` beside the P's |
+//! | `worker_threads` | integer literal ≥ 1 | tokio's name for `max_procs` |
 //! | `max_procs` | integer literal ≥ 1 | `Builder::max_procs(n)` |
 //! | `global_queue_interval` | integer literal ≥ 1 | `Builder::global_queue_interval(n)` |
 //! | `topology` | non-empty string literal | `Builder::topology(numa::Topology::from_spec(s).expect(..))` |
 //! | `start_paused` | `true` or `false` | `Builder::start_paused(b)`: paused test time (`numa_rt::time::pause`) |
+//! | `tokio_compat` | alone, or `true` / `false` | `Builder::enable_tokio_compat()`; a compile error naming the feature without numa_rt's `tokio-compat` |
 //! | `crate` | string literal holding a path | the path used instead of `::numa_rt` |
 //!
-//! With no arguments (or only `crate`) the runtime is `Runtime::new()`; otherwise it is
+//! `worker_threads` or `max_procs` with `flavor = "current_thread"`, and both together, are errors.
+//! With no arguments (or only `crate`) `main`'s runtime is `Runtime::new()`; otherwise it is
 //! `Builder::new()`, the calls above, then `.build()`.
 //!
 //! ```ignore

@@ -147,6 +147,29 @@ pub(crate) fn eventfd_signal(fd: &OwnedFd) {
 }
 
 /// Reads (and so resets) an eventfd or timerfd counter; `EAGAIN` is fine.
+/// Whether any of `fds` is readable now (`poll` with a zero timeout). On an
+/// epoll fd this says whether it has undelivered events, without taking
+/// them (an `epoll_wait` would consume edge-triggered ones). Paused time
+/// asks it of every io poller before the clock jumps.
+pub(crate) fn any_readable(fds: &[RawFd]) -> bool {
+    let mut pfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: `pfds` is a valid, writable array of `pfds.len()` pollfd
+    // structs for the duration of the call; a closed fd is reported as
+    // POLLNVAL, not undefined behaviour.
+    let n = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, 0) };
+    n > 0
+        && pfds
+            .iter()
+            .any(|p| p.revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0)
+}
+
 pub(crate) fn drain_counter(fd: &OwnedFd) {
     let mut buf: u64 = 0;
     // SAFETY: reads at most 8 bytes into a live u64. EAGAIN (nothing to read)

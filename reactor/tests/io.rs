@@ -376,7 +376,7 @@ fn idle_driver_fires_a_busy_drivers_timer() {
         .as_mut()
         .poll(&mut Context::from_waker(&waker))
         .is_pending());
-    assert_eq!(d[0].next_timer(), Some(sleep.deadline()));
+    assert_eq!(d[0].next_timer(), Some(sleep.deadline().into_std()));
     let mut helper = d.pop().unwrap();
     for _ in 0..100 {
         if count.0.load(Ordering::SeqCst) > 0 {
@@ -435,7 +435,7 @@ fn budget_makes_an_always_ready_loop_yield() {
         "the task was rescheduled"
     );
     // A past-deadline sleep counts too.
-    let past = std::time::Instant::now() - Duration::from_secs(1);
+    let past = time::Instant::now() - Duration::from_secs(1);
     let ready = numa_rt_reactor::coop::budget(|| {
         (0..200)
             .filter(|_| {

@@ -2,10 +2,10 @@
 
 mod common;
 
+use numa_rt_reactor::time::{Duration, Instant};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
 
 use common::{block_on, count_waker, setup};
 use futures::stream::{FuturesUnordered, StreamExt};

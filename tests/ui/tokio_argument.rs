@@ -1,3 +1,4 @@
-// A tokio habit: the message names numa_rt's equivalent.
-#[numa_rt::main(worker_threads = 2)]
+// tokio's arguments are accepted, and checked as tokio checks them: one P
+// cannot have two worker threads.
+#[numa_rt::main(flavor = "current_thread", worker_threads = 2)]
 async fn main() {}

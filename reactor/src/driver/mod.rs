@@ -192,6 +192,15 @@ pub(crate) struct Shared {
     monitor: Arc<monitor::Monitor>,
     /// The runtime's one clock: every P's timers read it (paused time).
     pub(crate) clock: Clock,
+    /// Auto-advance's lock and the `block_on` wake flags it reads.
+    pub(crate) paused: paused::Paused,
+}
+
+impl Shared {
+    /// Every P's io poller (epoll) fd: paused time peeks at them.
+    pub(crate) fn io_fds(&self) -> Vec<std::os::fd::RawFd> {
+        self.ps.iter().map(|p| p.io_fd).collect()
+    }
 }
 
 impl Drop for Shared {
@@ -271,6 +280,15 @@ pub trait SysmonHook: Send + Sync {
     /// Returns the longest the monitor may sleep before the next round
     /// (`None`: no limit of the hook's own), e.g. for a periodic trace.
     fn tick(&self, idle: bool) -> Option<Duration>;
+
+    /// Whether the executor's side of the runtime is idle for paused time's
+    /// auto-advance: no task runnable or running, no `block_on` awake, no
+    /// blocking work. Called by whichever thread auto-advances, under the
+    /// advance lock (see `driver::paused`). The default says yes: only the
+    /// M's parked flags then decide.
+    fn runtime_idle(&self) -> bool {
+        true
+    }
 }
 
 /// What one P's driver did since the reactor was built.
@@ -552,6 +570,7 @@ impl Reactor {
             shutdown: AtomicBool::new(false),
             monitor: monitor.clone(),
             clock: Clock::new(),
+            paused: paused::Paused::default(),
         });
         if movable {
             monitor.start(&shared)?;
@@ -896,6 +915,19 @@ impl Driver {
                 host: self.host_score >= HOST_AT
                     || (self.host_score > 0 && me.hosted.load(Ordering::Relaxed)),
             };
+            if shared.clock.is_paused() {
+                // Paused time: if this M is the last to go idle, it moves
+                // the clock to the next deadline itself instead of waiting
+                // for the monitor (see `paused`). SeqCst: the store the
+                // advance's checks pair with, as below.
+                me.parked.store(true, Ordering::SeqCst);
+                if paused::advance_if_idle(&shared, Some(self.index)) > 0 {
+                    // The advance cleared the flag before it woke anything;
+                    // the woken tasks are queued on this P.
+                    unparked = true;
+                    break;
+                }
+            }
             let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
             // SeqCst (both stores and the loads in `Ops::is_parked`): an M
             // that reads `true` under the role lock knows this M is in, or

@@ -133,6 +133,16 @@ impl Monitor {
         }
     }
 
+    /// The hook's [`SysmonHook::runtime_idle`]; true with no hook (a
+    /// reactor without an executor: the M's parked flags decide).
+    pub(super) fn hook_runtime_idle(&self) -> bool {
+        let hook = self.hook.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        match hook {
+            None => true,
+            Some(h) => h.upgrade().is_some_and(|h| h.runtime_idle()),
+        }
+    }
+
     /// Called by an M leaving its park: wakes the monitor if it sleeps until
     /// kicked. One SeqCst load when it does not (pairs with the store in
     /// `run`).

@@ -1,19 +1,16 @@
 //! The runtime's clock: std's monotonic clock, or, once a test pauses it, a
 //! virtual one (tokio's `test-util` clock).
 //!
-//! Deadlines stay `std::time::Instant`s. A runtime whose clock was never
-//! paused reads `Instant::now()` after one Relaxed load of its [`Clock`]'s
-//! state (and code that has no reactor at hand, one Relaxed load of
-//! [`NOT_REAL`], a static nobody writes unless a test pauses time). Once
-//! paused, the clock reads `base` (frozen; [`Clock::advance`] moves it), and
-//! after [`Clock::resume`] `base + (std now - since)`: virtual time goes on
-//! from where it stood, never backwards, as in tokio.
-//!
-//! Why not a newtype `Instant` like tokio's: `sleep_until(std::time::Instant)`
-//! is the public signature every test and example uses, and a second
-//! `Instant` type would make each of them convert. The cost is that
-//! `std::time::Instant::now()` in user code reads real time: code that wants
-//! the paused "now" calls [`crate::time::now`].
+//! The clock works in `std::time::Instant`s (the timer sets and the driver
+//! do); the public `numa_rt::time::Instant` wraps what [`now`] returns. A
+//! runtime whose clock was never paused reads `Instant::now()` after one
+//! Relaxed load of its [`Clock`]'s state (and code that has no reactor at
+//! hand, one Relaxed load of [`NOT_REAL`], a static nobody writes unless a
+//! test pauses time). Once paused, the clock reads `base` (frozen;
+//! [`Clock::advance`] moves it), and after [`Clock::resume`]
+//! `base + (std now - since)`: virtual time goes on from where it stood,
+//! never backwards, as in tokio. A paused clock starts from std's now, so
+//! the two kinds of instant share an epoch and convert for free.
 
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Mutex, MutexGuard};

@@ -2,9 +2,9 @@
 
 use std::future::poll_fn;
 use std::task::{ready, Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::{clock, far_future, sleep_until, Sleep};
+use super::{far_future, sleep_until, Instant, Sleep};
 
 /// What an [`Interval`] does when ticks were missed (the task was late).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -44,7 +44,7 @@ impl MissedTickBehavior {
 /// # Panics
 /// If `period` is zero.
 pub fn interval(period: Duration) -> Interval {
-    interval_at(clock::now(), period)
+    interval_at(Instant::now(), period)
 }
 
 /// Ticks every `period`, the first tick at `start`.
@@ -91,7 +91,23 @@ impl Interval {
 
     /// Restarts the schedule: the next tick is one period from now.
     pub fn reset(&mut self) {
-        self.delay.reset_unpinned(clock::now() + self.period);
+        self.delay.reset_unpinned(Instant::now() + self.period);
+    }
+
+    /// Restarts the schedule with a tick at once.
+    pub fn reset_immediately(&mut self) {
+        self.delay.reset_unpinned(Instant::now());
+    }
+
+    /// Restarts the schedule: the next tick is `after` from now.
+    pub fn reset_after(&mut self, after: Duration) {
+        self.delay
+            .reset_unpinned(Instant::now().checked_add(after).unwrap_or_else(far_future));
+    }
+
+    /// Restarts the schedule: the next tick is at `deadline`.
+    pub fn reset_at(&mut self, deadline: Instant) {
+        self.delay.reset_unpinned(deadline);
     }
 
     /// The period.

@@ -33,25 +33,27 @@
 //! P's are idle, so a test with `max_procs = 4` is as deterministic as the
 //! tasks' own ordering allows.
 //!
-//! Deadlines stay [`std::time::Instant`]s, so `sleep_until(Instant)` works
-//! unchanged; but `Instant::now()` reads the real clock. Read the runtime's
-//! clock, paused or not, with [`now`]. When time is not paused, reading the
-//! clock costs one Relaxed load more than `Instant::now()`.
+//! Deadlines are [`Instant`]s, whose [`Instant::now`] reads the runtime's
+//! clock, paused or not (tokio's `time::Instant`; [`now`] is the same
+//! call). [`Instant::from_std`] and [`Instant::into_std`] convert for APIs
+//! that take std's type; `std::time::Instant::now()` reads the real clock
+//! even while time is paused. When time is not paused, reading the clock
+//! costs one Relaxed load more than std's `Instant::now()`.
 //!
 //! The top crate's `numa_rt::time` docs have an example; `tests/time_paused.rs`
 //! has more.
 
 pub(crate) mod clock;
+mod instant;
 mod interval;
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
-use std::time::Duration;
+pub use std::time::Duration;
 
-pub use std::time::Instant;
-
+pub use self::instant::Instant;
 pub use self::interval::{interval, interval_at, Interval, MissedTickBehavior};
 use crate::driver::timers::{TimerKey, TimerState};
 use crate::driver::Shared;
@@ -80,11 +82,11 @@ pub mod error {
     }
 }
 
-/// The runtime's now: [`Instant::now`] unless its clock is paused (or was:
-/// after [`resume`] it runs on from where it stood). Outside a runtime,
-/// `Instant::now()`.
+/// The runtime's now: [`Instant::now`] (std's now unless the runtime's
+/// clock is paused, or was: after [`resume`] it runs on from where it
+/// stood). Outside a runtime, std's now.
 pub fn now() -> Instant {
-    clock::now()
+    Instant::now()
 }
 
 /// Pauses the current runtime's clock (tokio's `time::pause`): from now on
@@ -161,7 +163,7 @@ pub const SHUTDOWN_MESSAGE: &str = "numa_rt runtime has shut down: a timer (slee
 /// When polled (with a deadline still ahead) outside a numa_rt runtime, or
 /// after the runtime shut down ([`SHUTDOWN_MESSAGE`]).
 pub fn sleep(duration: Duration) -> Sleep {
-    let now = clock::now();
+    let now = Instant::now();
     sleep_until(now.checked_add(duration).unwrap_or_else(far_future))
 }
 
@@ -175,7 +177,7 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 
 /// About 30 years from now: "never" for deadlines that would overflow.
 pub(crate) fn far_future() -> Instant {
-    clock::now() + Duration::from_secs(86400 * 365 * 30)
+    Instant::now() + Duration::from_secs(86400 * 365 * 30)
 }
 
 /// The future returned by [`sleep`] and [`sleep_until`].
@@ -207,8 +209,8 @@ impl Sleep {
     /// current one before it registers).
     fn now(&self) -> Instant {
         match &self.entry {
-            Some(e) => e.shared.clock.now(),
-            None => clock::now(),
+            Some(e) => Instant::from_std(e.shared.clock.now()),
+            None => Instant::now(),
         }
     }
 
@@ -254,8 +256,8 @@ impl Sleep {
             None => {
                 let (shared, p) = context::with_current(|r| (r.shared.clone(), r.pick_p()));
                 match shared.ps[p].timers.insert(
-                    self.deadline,
-                    now,
+                    self.deadline.into_std(),
+                    now.into_std(),
                     cx.waker().clone(),
                     &shared.clock,
                 ) {
