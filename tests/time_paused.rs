@@ -404,4 +404,3 @@ async fn ready_io_is_seen_before_the_clock_jumps_on_one_p() {
 // races). With two busy-loops beside it that failed 5 runs of 30 (1 of 30
 // before this session's scheduler changes). tokio allows pausing only on
 // its current-thread runtime, where this cannot happen.
-

@@ -216,6 +216,48 @@ mod models {
         });
     }
 
+    /// A thief that leaves the owner `keep` tasks races the owner's pops and
+    /// pushes: every task is taken exactly once, and the thief never takes
+    /// from a ring it saw at or below `keep` (then it takes nothing, not even
+    /// `runnext`).
+    #[test]
+    fn steal_keeping_races_the_owner() {
+        loom::model(|| {
+            let (mut owner, steal) = new::<T>();
+            let sink = Sink::default();
+            for i in 0..3 {
+                owner.push_back(T(Box::new(i)), &sink);
+            }
+            let thief = thread::spawn(move || {
+                let (mut mine, _) = new::<T>();
+                let mut got = Vec::new();
+                if let Some((t, n)) = mine.steal_from_keeping(&steal, 1, true, || {}) {
+                    assert!(
+                        n <= 1,
+                        "took {n} of a ring of at most 3 keeping 1 (half: 1)"
+                    );
+                    got.push(*t.0);
+                    while let Some((t, _)) = mine.pop(true) {
+                        got.push(*t.0);
+                    }
+                }
+                got
+            });
+            let mut got = Vec::new();
+            if let Some((t, _)) = owner.pop(true) {
+                got.push(*t.0);
+            }
+            owner.push_runnext(T(Box::new(3)), &sink);
+            got.extend(thief.join().unwrap());
+            while let Some((t, _)) = owner.pop(true) {
+                got.push(*t.0);
+            }
+            got.extend(sink.0.borrow().iter().copied());
+            got.sort_unstable();
+            assert_eq!(got, vec![0, 1, 2, 3]);
+        });
+    }
+
     /// Overflow races a steal: nothing is lost or duplicated.
     #[test]
     fn overflow_races_steal() {
