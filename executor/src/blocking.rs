@@ -1,6 +1,6 @@
 //! `block_in_place` (Go's handoffp): hand this M's P to another M, then block.
 //!
-//! The blocking pool behind `spawn_blocking` is `scheduler::blocking`.
+//! The blocking pool behind `spawn_blocking` is `scheduler::blocking_pool`.
 
 use crate::scheduler::{context, lifecycle};
 use std::sync::atomic::Ordering::Relaxed;

@@ -2,7 +2,7 @@
 //!
 //! This file is the M's shared face (what other threads see of it: its
 //! node, its pinned queue, its seat, the slot a P is handed through) and
-//! the registry of M threads shutdown waits on. The thread's life is
+//! the set of M threads shutdown waits on (`Threads`). The thread's life is
 //! `lifecycle.rs`; what it does while it holds a P is `worker.rs`.
 
 use super::local::LocalQueue;
@@ -42,7 +42,7 @@ impl Machine {
 
 /// All M threads of a runtime, for shutdown.
 #[derive(Default)]
-pub(crate) struct Registry {
+pub(crate) struct Threads {
     pub(crate) threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
     /// Live M threads. Its own `Arc`, so an exiting M can signal it after
     /// dropping every reference it held to the runtime (see `LiveGuard`).
@@ -57,7 +57,7 @@ pub(crate) struct Live {
     pub(crate) exited: Condvar,
 }
 
-impl Registry {
+impl Threads {
     pub(crate) fn live(&self) -> usize {
         *self.live.count.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -8,7 +8,7 @@
 //! - [`inject`]: node run queues and P inboxes.
 //! - [`local`]: each M's (and `block_on`'s) queue of pinned tasks.
 //! - [`context`]: the thread-local runtime, M and P of the current thread.
-//! - [`blocking`]: the blocking pool behind `spawn_blocking`.
+//! - [`blocking_pool`]: the blocking pool behind `spawn_blocking`.
 //!
 //! The scheduler is the executor's ground floor: it reads `Config` and
 //! writes `counters`, both below it; `Runtime`, `Handle`, `Builder` and the
@@ -17,7 +17,7 @@
 //! docs/architecture.md walks through the whole loop; comments marked
 //! "(barrier)" point at its "Parking and the barrier" section.
 
-pub(crate) mod blocking;
+pub(crate) mod blocking_pool;
 pub(crate) mod context;
 pub(crate) mod idle;
 pub(crate) mod inject;
@@ -32,7 +32,7 @@ pub(crate) mod worker;
 use crate::config::Config;
 use crate::task::registry::Registry;
 use crate::task::{self, JoinHandle, Runnable};
-use blocking::BlockingPool;
+use blocking_pool::BlockingPool;
 use idle::Idle;
 use inject::Inject;
 use machine::Machine;
@@ -53,7 +53,7 @@ pub(crate) struct Shared {
     pub(crate) topology: Topology,
     pub(crate) reactor: Reactor,
     pub(crate) blocking: BlockingPool,
-    pub(crate) machines: machine::Registry,
+    pub(crate) machines: machine::Threads,
     /// Set once by shutdown (Release), read by every loop and schedule call
     /// (Acquire) so a task scheduled after it is dropped, not queued.
     shutdown: AtomicBool,
@@ -247,7 +247,7 @@ impl Shared {
             topology,
             reactor,
             blocking,
-            machines: machine::Registry::default(),
+            machines: machine::Threads::default(),
             shutdown: AtomicBool::new(false),
             rr: AtomicUsize::new(0),
             active_procs: AtomicUsize::new(nprocs),
