@@ -82,15 +82,16 @@ pub fn try_current() -> Option<Reactor> {
     CURRENT_REACTOR.with(|c| c.borrow().clone())
 }
 
-/// Runs `f` with the current reactor; panics outside a runtime.
+/// Runs `f` with the current reactor, borrowed in place (no clone of it);
+/// panics outside a runtime. `f` must not enter another reactor.
 pub(crate) fn with_current<R>(f: impl FnOnce(&Reactor) -> R) -> R {
-    let reactor = try_current().unwrap_or_else(|| {
-        panic!(
+    CURRENT_REACTOR.with(|c| match c.borrow().as_ref() {
+        Some(reactor) => f(reactor),
+        None => panic!(
             "there is no reactor running: this must be called from the context of a numa_rt \
              runtime (a task, block_on, or inside Handle::enter)"
-        )
-    });
-    f(&reactor)
+        ),
+    })
 }
 
 /// Marks that the running task just accepted a connection.

@@ -380,7 +380,7 @@ fn poll_unwatched(sh: &Shared, polled: &mut Vec<(u64, Instant)>, now: Instant) -
         }
         let mut wakeups = Wakeups::default();
         let mut timers = Vec::new();
-        if let Help::Drained = help(p, &sh.clock, &mut wakeups, &mut timers) {
+        if let Help::Drained = help(p, &mut wakeups, &mut timers) {
             // Our own drain moved the count: it is not someone else's.
             polled[i].0 = p.stats.drains.load(Relaxed);
             fired |= !timers.is_empty() || !wakeups.is_empty();

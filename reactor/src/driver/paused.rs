@@ -7,7 +7,6 @@
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
-use super::timers::TimerKey;
 use super::Reactor;
 use crate::time::clock::NOT_PAUSED;
 
@@ -37,7 +36,7 @@ impl Reactor {
             );
         }
         for p in shared.ps.iter() {
-            p.timers.rearm(&shared.clock);
+            p.timers.rearm();
         }
         if let Err(e) = shared.monitor.start(shared) {
             panic!("numa_rt::time::pause: paused time is advanced by the monitor thread: {e}");
@@ -59,7 +58,7 @@ impl Reactor {
             panic!("{NOT_PAUSED}");
         }
         for p in shared.ps.iter() {
-            p.timers.rearm(&shared.clock);
+            p.timers.rearm();
         }
     }
 
@@ -112,12 +111,12 @@ impl Reactor {
     fn fire_paused(&self) -> usize {
         let shared = &self.shared;
         let now = shared.clock.now();
-        let mut due: Vec<(TimerKey, Waker)> = Vec::new();
+        let mut due: Vec<(Instant, Waker)> = Vec::new();
         for p in shared.ps.iter() {
             p.timers.take_expired(now, &mut due);
         }
         // Stable: ties keep P order, and each P's sequence order within it.
-        due.sort_by_key(|(k, _)| k.deadline);
+        due.sort_by_key(|(deadline, _)| *deadline);
         let n = due.len();
         // Outside every lock: a waker may run arbitrary code.
         for (_, w) in due {

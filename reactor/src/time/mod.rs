@@ -53,8 +53,7 @@ use std::time::Duration;
 pub use std::time::Instant;
 
 pub use self::interval::{interval, interval_at, Interval, MissedTickBehavior};
-use crate::driver::timers::{TimerKey, TimerState};
-use crate::driver::Shared;
+use crate::driver::timers::{TimerKey, TimerState, Timers};
 use crate::{context, coop};
 
 /// Errors of the time module.
@@ -185,10 +184,9 @@ pub struct Sleep {
     entry: Option<Entry>,
 }
 
-/// A registered timer: where it lives and its key there.
+/// A registered timer: the timers of the P it lives on, and its key there.
 struct Entry {
-    shared: Arc<Shared>,
-    p: usize,
+    timers: Arc<Timers>,
     key: TimerKey,
 }
 
@@ -207,7 +205,7 @@ impl Sleep {
     /// current one before it registers).
     fn now(&self) -> Instant {
         match &self.entry {
-            Some(e) => e.shared.clock.now(),
+            Some(e) => e.timers.clock().now(),
             None => clock::now(),
         }
     }
@@ -217,14 +215,21 @@ impl Sleep {
         self.get_mut().reset_unpinned(deadline);
     }
 
+    /// Moves the deadline. A registered timer is moved in place, keeping
+    /// its waker (one lock, no new entry); one that already fired
+    /// registers again at the next poll, and one moved to a deadline that
+    /// has passed is cancelled (the next poll completes).
     pub(crate) fn reset_unpinned(&mut self, deadline: Instant) {
-        self.cancel();
         self.deadline = deadline;
+        let Some(e) = &self.entry else { return };
+        if deadline <= e.timers.clock().now() || !e.timers.reset(e.key, deadline) {
+            self.cancel();
+        }
     }
 
     fn cancel(&mut self) {
         if let Some(e) = self.entry.take() {
-            e.shared.ps[e.p].timers.remove(e.key);
+            e.timers.remove(e.key);
         }
     }
 
@@ -240,11 +245,11 @@ impl Sleep {
             return Poll::Ready(());
         }
         match &self.entry {
-            Some(e) => match e.shared.ps[e.p].timers.poll(e.key, cx.waker()) {
+            Some(e) => match e.timers.poll(e.key, cx.waker()) {
                 TimerState::Pending => Poll::Pending,
                 TimerState::Shutdown => {
                     let e = self.entry.take().expect("matched Some");
-                    shut_down(&e.shared)
+                    shut_down(&e.timers)
                 }
                 TimerState::Fired => {
                     self.entry = None;
@@ -252,18 +257,15 @@ impl Sleep {
                 }
             },
             None => {
-                let (shared, p) = context::with_current(|r| (r.shared.clone(), r.pick_p()));
-                match shared.ps[p].timers.insert(
-                    self.deadline,
-                    now,
-                    cx.waker().clone(),
-                    &shared.clock,
-                ) {
+                // The timers of this thread's P (no clone of the reactor:
+                // one reference count of that P's timers).
+                let timers = context::with_current(|r| r.shared.ps[r.pick_p()].timers.clone());
+                match timers.insert(self.deadline, cx.waker().clone()) {
                     Some(key) => {
-                        self.entry = Some(Entry { shared, p, key });
+                        self.entry = Some(Entry { timers, key });
                         Poll::Pending
                     }
-                    None => shut_down(&shared),
+                    None => shut_down(&timers),
                 }
             }
         }
@@ -276,9 +278,10 @@ impl Sleep {
 /// task is about to be dropped, and `Pending` lets it go quietly.
 #[cold]
 #[track_caller]
-fn shut_down(shared: &Arc<Shared>) -> Poll<()> {
+fn shut_down(timers: &Arc<Timers>) -> Poll<()> {
     let own_worker = context::current_p().is_some()
-        && context::try_current().is_some_and(|r| Arc::ptr_eq(&r.shared, shared));
+        && context::try_current()
+            .is_some_and(|r| r.shared.ps.iter().any(|p| Arc::ptr_eq(&p.timers, timers)));
     if own_worker {
         return Poll::Pending;
     }
