@@ -186,6 +186,7 @@ impl Wheel {
     }
 
     /// The tick `at` falls in (rounded down; 0 before `origin`).
+    #[inline]
     fn tick_of(&self, at: Instant) -> u64 {
         let d = at.saturating_duration_since(self.origin);
         d.as_secs()
@@ -201,6 +202,7 @@ impl Wheel {
 
     /// Where a timer of tick `tick` (not before `elapsed`) belongs now:
     /// `(level, slot)`.
+    #[inline]
     fn place(&self, tick: u64) -> (usize, usize) {
         let tick = tick.min(self.elapsed.saturating_add(MAX_AHEAD));
         // The highest differing bit names the level; bits 0-5 all mean 0.
@@ -212,6 +214,7 @@ impl Wheel {
     }
 
     /// The first tick of slot `slot` of level `level`, as the wheel stands.
+    #[inline]
     fn slot_start(&self, level: usize, slot: usize) -> u64 {
         let slot_range = 1u64 << (BITS * level as u32);
         let level_range = slot_range << BITS;
@@ -241,6 +244,7 @@ impl Wheel {
         })
     }
 
+    #[inline]
     fn link(&mut self, index: u32, level: usize, slot: usize) {
         let s = level * SLOTS + slot;
         let tail = self.slots[s].tail;
@@ -259,6 +263,7 @@ impl Wheel {
         self.slots[s].tail = index;
     }
 
+    #[inline]
     fn unlink(&mut self, index: u32) {
         let (prev, next, s) = {
             let n = &self.nodes[index as usize];
@@ -281,6 +286,7 @@ impl Wheel {
 
     /// Unlinks node `index` and puts it on the free list; returns its
     /// deadline, order and waker.
+    #[inline]
     fn release(&mut self, index: u32) -> Fired {
         self.unlink(index);
         self.len -= 1;
@@ -301,6 +307,7 @@ impl Wheel {
     }
 
     /// The instant of a wake point.
+    #[inline]
     pub(crate) fn wake_instant(&self, wake: Wake) -> Instant {
         wake.exact.unwrap_or_else(|| self.instant_of(wake.tick))
     }
@@ -364,6 +371,7 @@ impl Wheel {
     }
 
     /// Links node `index` where tick `tick` belongs; returns its wake point.
+    #[inline]
     fn link_at(&mut self, index: u32, tick: u64, deadline: Instant) -> Wake {
         let (level, slot) = self.place(tick);
         self.link(index, level, slot);
@@ -471,6 +479,7 @@ impl Wheel {
 
     /// Whether wake point `a` comes before `b`: by ticks alone unless they
     /// share one and either is an exact deadline (a rare case).
+    #[inline]
     pub(crate) fn earlier(&self, a: Wake, b: Wake) -> bool {
         if a.tick != b.tick {
             return a.tick < b.tick;
