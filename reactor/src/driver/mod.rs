@@ -155,8 +155,8 @@ use mio::{Interest, Poll, Registry, Token};
 use self::io::{Slab, Wakeups};
 use self::timers::Timers;
 use self::watch::{Role, WatchOps};
+use crate::clock::Clock;
 use crate::sys;
-use crate::time::clock::Clock;
 
 /// The mio token of each P's timerfd (slab tokens never reach it).
 const TIMER_TOKEN: Token = Token(usize::MAX);
@@ -697,7 +697,7 @@ impl Reactor {
     /// or one chosen round-robin when the thread holds none.
     pub(crate) fn pick_p(&self) -> usize {
         let n = self.procs();
-        match crate::context::current_p() {
+        match crate::current::current_p() {
             Some(p) if p < n => p,
             // Relaxed: only spreads load; any interleaving is acceptable.
             _ => self.shared.next_p.fetch_add(1, Ordering::Relaxed) % n,

@@ -384,12 +384,12 @@ fn poll_unwatched(sh: &Shared, polled: &mut Vec<(u64, Instant)>, now: Instant) -
             // Our own drain moved the count: it is not someone else's.
             polled[i].0 = p.stats.drains.load(Relaxed);
             fired |= !timers.is_empty() || !wakeups.is_empty();
-            crate::context::set_firing_for(Some(i));
+            crate::current::set_firing_for(Some(i));
             for w in timers.drain(..) {
                 crate::fault::wake(w, "a timer's waker");
             }
             wakeups.fire();
-            crate::context::set_firing_for(None);
+            crate::current::set_firing_for(None);
         }
     }
     fired

@@ -8,7 +8,7 @@ use std::task::Waker;
 use std::time::{Duration, Instant};
 
 use super::Reactor;
-use crate::time::clock::NOT_PAUSED;
+use crate::clock::NOT_PAUSED;
 
 impl Reactor {
     /// Whether the runtime's clock is paused (a Relaxed load).

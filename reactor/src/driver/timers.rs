@@ -28,8 +28,8 @@ use std::task::Waker;
 use std::time::Instant;
 
 use super::wheel::{Fired, Key, Wake, Wheel};
+use crate::clock::Clock;
 use crate::sys;
-use crate::time::clock::Clock;
 
 /// Identifies one timer in its P's set.
 pub(crate) type TimerKey = Key;

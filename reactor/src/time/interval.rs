@@ -4,7 +4,7 @@ use std::future::poll_fn;
 use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
 
-use super::{clock, far_future, sleep_until, Sleep};
+use super::{far_future, now, sleep_until, Sleep};
 
 /// What an [`Interval`] does when ticks were missed (the task was late).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -44,7 +44,7 @@ impl MissedTickBehavior {
 /// # Panics
 /// If `period` is zero.
 pub fn interval(period: Duration) -> Interval {
-    interval_at(clock::now(), period)
+    interval_at(now(), period)
 }
 
 /// Ticks every `period`, the first tick at `start`.
@@ -91,7 +91,7 @@ impl Interval {
 
     /// Restarts the schedule: the next tick is one period from now.
     pub fn reset(&mut self) {
-        self.delay.reset_unpinned(clock::now() + self.period);
+        self.delay.reset_unpinned(now() + self.period);
     }
 
     /// The period.

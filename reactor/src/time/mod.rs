@@ -41,7 +41,6 @@
 //! The top crate's `numa_rt::time` docs have an example; `tests/time_paused.rs`
 //! has more.
 
-pub(crate) mod clock;
 mod interval;
 
 use std::future::Future;
@@ -54,7 +53,7 @@ pub use std::time::Instant;
 
 pub use self::interval::{interval, interval_at, Interval, MissedTickBehavior};
 use crate::driver::timers::{TimerKey, TimerState, Timers};
-use crate::{context, coop};
+use crate::{clock, context, coop};
 
 /// Errors of the time module.
 pub mod error {
@@ -82,8 +81,22 @@ pub mod error {
 /// The runtime's now: [`Instant::now`] unless its clock is paused (or was:
 /// after [`resume`] it runs on from where it stood). Outside a runtime,
 /// `Instant::now()`.
+#[inline]
 pub fn now() -> Instant {
-    clock::now()
+    if clock::all_real() {
+        return Instant::now();
+    }
+    paused_now()
+}
+
+/// [`now`] once some runtime of this process paused its clock: the clock
+/// of the runtime this thread is in (std's outside any runtime).
+#[cold]
+fn paused_now() -> Instant {
+    match context::try_current() {
+        Some(r) => r.shared.clock.now(),
+        None => Instant::now(),
+    }
 }
 
 /// Pauses the current runtime's clock (tokio's `time::pause`): from now on
@@ -160,7 +173,7 @@ pub const SHUTDOWN_MESSAGE: &str = "numa_rt runtime has shut down: a timer (slee
 /// When polled (with a deadline still ahead) outside a numa_rt runtime, or
 /// after the runtime shut down ([`SHUTDOWN_MESSAGE`]).
 pub fn sleep(duration: Duration) -> Sleep {
-    let now = clock::now();
+    let now = now();
     sleep_until(now.checked_add(duration).unwrap_or_else(far_future))
 }
 
@@ -174,7 +187,7 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 
 /// About 30 years from now: "never" for deadlines that would overflow.
 pub(crate) fn far_future() -> Instant {
-    clock::now() + Duration::from_secs(86400 * 365 * 30)
+    now() + Duration::from_secs(86400 * 365 * 30)
 }
 
 /// The future returned by [`sleep`] and [`sleep_until`].
@@ -206,7 +219,7 @@ impl Sleep {
     fn now(&self) -> Instant {
         match &self.entry {
             Some(e) => e.timers.clock().now(),
-            None => clock::now(),
+            None => now(),
         }
     }
 
