@@ -9,13 +9,12 @@
 //! `Arc<Timers>` of their own (not the runtime's shared state), so arming
 //! and cancelling touch a reference count that only that P's tasks share.
 //!
-//! The timerfd is armed to the wheel's next wake point: the exact earliest
-//! deadline when it is within the current 64 ms, otherwise the point where
-//! the earliest occupied slot must cascade. It is re-armed only when a new
-//! timer's wake point is earlier than the armed one, or after it fired; a
-//! cancelled earliest timer leaves it armed, and the spurious expiry finds
-//! nothing due. A 30-second request timer's wake point is its level-2 slot
-//! (about 4 s wide), so a stream of them re-arms nothing.
+//! The timerfd is armed to the exact earliest deadline (the wheel scans its
+//! earliest occupied slot for it; cascades need no wake-up of their own).
+//! It is re-armed only when a new deadline is earlier than the armed one,
+//! or after it fired; a cancelled earliest timer leaves it armed, and the
+//! spurious expiry finds nothing due. A stream of 30-second request timers,
+//! each later than the last, re-arms nothing.
 //!
 //! While the runtime's clock is paused the timerfd stays disarmed: deadlines
 //! are virtual, and only `time::advance` or the monitor's auto-advance
@@ -27,7 +26,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Waker;
 use std::time::Instant;
 
-use super::wheel::{Fired, Key, Wake, Wheel};
+use super::wheel::{Fired, Key, Wheel};
 use crate::clock::Clock;
 use crate::sys;
 
@@ -36,10 +35,8 @@ pub(crate) type TimerKey = Key;
 
 struct TimerSet {
     wheel: Wheel,
-    /// The wake point the timerfd is armed for, and its instant. A new
-    /// timer's wake point is compared by ticks, without instant arithmetic,
-    /// unless both fall in one tick and one is an exact deadline.
-    armed: Option<(Wake, Instant)>,
+    /// The instant the timerfd is armed for.
+    armed: Option<Instant>,
     shutdown: bool,
     /// Scratch for the timers one advance fires, sorted before their
     /// wakers are handed out.
@@ -93,7 +90,7 @@ impl Timers {
         self.set.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn arm(&self, set: &mut TimerSet, at: Option<Wake>) {
+    fn arm(&self, set: &mut TimerSet, at: Option<Instant>) {
         // Paused: a virtual deadline is no real-time wait; leave it disarmed.
         let at = at.filter(|_| !self.clock.is_paused());
         if at.is_none() && set.armed.is_none() {
@@ -101,19 +98,18 @@ impl Timers {
             // itself when it fires, and `armed` is only cleared here).
             return;
         }
-        set.armed = at.map(|w| (w, set.wheel.wake_instant(w)));
-        let after = set
-            .armed
-            .map(|(_, d)| d.saturating_duration_since(self.clock.now()));
+        set.armed = at;
+        let after = at.map(|d| d.saturating_duration_since(self.clock.now()));
         // Arming a valid timerfd with a valid value cannot fail.
         let r = sys::timerfd_set(&self.timerfd, after);
         debug_assert!(r.is_ok(), "timerfd_settime: {r:?}");
     }
 
-    /// Arms the timerfd for `wake` if that is earlier than what it is armed for.
-    fn arm_earlier(&self, set: &mut TimerSet, wake: Wake) {
-        if set.armed.is_none_or(|(a, _)| set.wheel.earlier(wake, a)) {
-            self.arm(set, Some(wake));
+    /// Arms the timerfd for `deadline` if that is earlier than what it is
+    /// armed for.
+    fn arm_earlier(&self, set: &mut TimerSet, deadline: Instant) {
+        if set.armed.is_none_or(|a| deadline < a) {
+            self.arm(set, Some(deadline));
         }
     }
 
@@ -123,8 +119,8 @@ impl Timers {
         if set.shutdown {
             return None;
         }
-        let (key, wake) = set.wheel.insert(deadline, waker);
-        self.arm_earlier(&mut set, wake);
+        let key = set.wheel.insert(deadline, waker);
+        self.arm_earlier(&mut set, deadline);
         Some(key)
     }
 
@@ -132,13 +128,11 @@ impl Timers {
     /// it is no longer pending (fired, or the runtime shut down).
     pub(crate) fn reset(&self, key: TimerKey, deadline: Instant) -> bool {
         let mut set = self.lock();
-        match set.wheel.reset(key, deadline) {
-            Some(wake) => {
-                self.arm_earlier(&mut set, wake);
-                true
-            }
-            None => false,
+        if !set.wheel.reset(key, deadline) {
+            return false;
         }
+        self.arm_earlier(&mut set, deadline);
+        true
     }
 
     /// Checks a registered timer, refreshing its waker while pending.
@@ -171,8 +165,8 @@ impl Timers {
             set.fired.sort_unstable_by_key(|f| (f.0, f.1));
         }
         out.extend(set.fired.drain(..).map(|f| f.2));
-        if set.armed.is_some_and(|(_, a)| a <= now) {
-            let next = set.wheel.next_wake_point();
+        if set.armed.is_some_and(|a| a <= now) {
+            let next = set.wheel.next_deadline();
             self.arm(set, next);
         }
     }
@@ -191,7 +185,7 @@ impl Timers {
     /// reads: disarmed when it is paused, armed again when it resumes.
     pub(crate) fn rearm(&self) {
         let mut set = self.lock();
-        let next = set.wheel.next_wake_point();
+        let next = set.wheel.next_deadline();
         self.arm(&mut set, next);
     }
 

@@ -31,8 +31,9 @@
 //! the timers whose deadline is at or before `now`; the rest stay until a
 //! later advance. So paused time still jumps to a timer's exact deadline and
 //! fires it there, and the timerfd is armed for the exact earliest deadline
-//! once it is within the current 64 ms ([`Wheel::next_wake`]), not for the
-//! end of its millisecond.
+//! ([`Wheel::next_deadline`], a scan of the earliest occupied slot), not for
+//! the end of its millisecond nor for cascade points: a sleep costs one
+//! timerfd expiry, as with an ordered map.
 //!
 //! A deadline beyond the top level's reach (2^36 ticks, 2.2 years ahead) is
 //! placed as if it were due at the reach's end; when its slot comes up it is
@@ -126,17 +127,6 @@ const EMPTY: List = List {
     tail: NIL,
 };
 
-/// Where a timer just linked needs the wheel advanced: at its deadline
-/// (`exact`, in level 0) or at the start of tick `tick`, where its slot
-/// cascades. A tick is enough to tell that it is later than an armed
-/// instant, which is the common case; [`Wheel::wake_instant`] gives the
-/// instant.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Wake {
-    pub(crate) tick: u64,
-    exact: Option<Instant>,
-}
-
 /// A fired timer: its deadline, insertion order and waker.
 pub(crate) type Fired = (Instant, u64, Waker);
 
@@ -192,12 +182,6 @@ impl Wheel {
         d.as_secs()
             .saturating_mul(1000)
             .saturating_add(u64::from(d.subsec_nanos()) / TICK_NS)
-    }
-
-    /// The instant tick `tick` starts at.
-    fn instant_of(&self, tick: u64) -> Instant {
-        let d = Duration::from_millis(tick);
-        self.origin.checked_add(d).unwrap_or(self.origin + d / 2)
     }
 
     /// Where a timer of tick `tick` (not before `elapsed`) belongs now:
@@ -306,16 +290,8 @@ impl Wheel {
             .filter(|n| n.gen == key.gen && n.slot != FREE)
     }
 
-    /// The instant of a wake point.
-    #[inline]
-    pub(crate) fn wake_instant(&self, wake: Wake) -> Instant {
-        wake.exact.unwrap_or_else(|| self.instant_of(wake.tick))
-    }
-
-    /// Adds a timer. Returns its key and the point the wheel must be
-    /// advanced at for it: its deadline once it is in level 0, otherwise
-    /// the start of its slot, where it cascades.
-    pub(crate) fn insert(&mut self, deadline: Instant, waker: Waker) -> (Key, Wake) {
+    /// Adds a timer; returns its key.
+    pub(crate) fn insert(&mut self, deadline: Instant, waker: Waker) -> Key {
         // A deadline already behind `elapsed` (a clock read that lost a race
         // with another thread's advance) goes to the current tick's slot,
         // which the next advance fires.
@@ -349,16 +325,17 @@ impl Wheel {
             i
         };
         self.len += 1;
-        let wake = self.link_at(index, tick, deadline);
+        self.link_at(index, tick);
         let gen = self.nodes[index as usize].gen;
-        (Key { index, gen }, wake)
+        Key { index, gen }
     }
 
     /// Moves a pending timer to `deadline`, keeping its key and waker;
-    /// returns its new wake point (as [`Wheel::insert`]), or `None` if it
-    /// is no longer pending.
-    pub(crate) fn reset(&mut self, key: Key, deadline: Instant) -> Option<Wake> {
-        self.get(key)?;
+    /// `false` if it is no longer pending.
+    pub(crate) fn reset(&mut self, key: Key, deadline: Instant) -> bool {
+        if self.get(key).is_none() {
+            return false;
+        }
         self.unlink(key.index);
         let tick = self.tick_of(deadline).max(self.elapsed);
         let seq = self.next_seq;
@@ -367,25 +344,15 @@ impl Wheel {
         n.deadline = deadline;
         n.tick = tick;
         n.seq = seq;
-        Some(self.link_at(key.index, tick, deadline))
+        self.link_at(key.index, tick);
+        true
     }
 
-    /// Links node `index` where tick `tick` belongs; returns its wake point.
+    /// Links node `index` where tick `tick` belongs.
     #[inline]
-    fn link_at(&mut self, index: u32, tick: u64, deadline: Instant) -> Wake {
+    fn link_at(&mut self, index: u32, tick: u64) {
         let (level, slot) = self.place(tick);
         self.link(index, level, slot);
-        if level == 0 {
-            Wake {
-                tick,
-                exact: Some(deadline),
-            }
-        } else {
-            Wake {
-                tick: self.slot_start(level, slot),
-                exact: None,
-            }
-        }
     }
 
     /// Refreshes a pending timer's waker; `false` if it is no longer
@@ -457,38 +424,11 @@ impl Wheel {
         self.elapsed = now_tick;
     }
 
-    /// When the wheel must next be advanced: the exact earliest deadline if
-    /// it is in level 0, else the start of the earliest slot (a cascade).
-    pub(crate) fn next_wake_point(&self) -> Option<Wake> {
-        let e = self.next_expiration()?;
-        Some(Wake {
-            tick: e.start,
-            exact: if e.level == 0 {
-                self.min_deadline(e.level * SLOTS + e.slot)
-            } else {
-                None
-            },
-        })
-    }
-
-    /// [`Wheel::next_wake_point`] as an instant.
-    #[cfg(test)]
-    pub(crate) fn next_wake(&self) -> Option<Instant> {
-        self.next_wake_point().map(|w| self.wake_instant(w))
-    }
-
-    /// Whether wake point `a` comes before `b`: by ticks alone unless they
-    /// share one and either is an exact deadline (a rare case).
-    #[inline]
-    pub(crate) fn earlier(&self, a: Wake, b: Wake) -> bool {
-        if a.tick != b.tick {
-            return a.tick < b.tick;
-        }
-        (a.exact.is_some() || b.exact.is_some()) && self.wake_instant(a) < self.wake_instant(b)
-    }
-
-    /// The earliest pending deadline, exactly (scans one slot, or the top
-    /// level when only it holds timers).
+    /// The earliest pending deadline, exactly (scans the earliest occupied
+    /// slot, or the top level when only it holds timers): where the timerfd
+    /// is armed. A slot starts at or before each of its timers' deadlines,
+    /// so advancing there also does every cascade due by then; no cascade
+    /// needs a wake-up of its own.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
         let e = self.next_expiration()?;
         if e.level < LEVELS - 1 {
@@ -567,32 +507,27 @@ mod tests {
             let mut w = Wheel::new(t0);
             // Past the reach of the levels below, inside this one's.
             let ahead = (1u64 << (BITS * level as u32)) * 3 + 7;
-            let (_, wake) = w.insert(t0 + ms(ahead), waker());
-            let wake = w.wake_instant(wake);
+            w.insert(t0 + ms(ahead), waker());
             assert_eq!(w.next_expiration().unwrap().level, level, "ahead {ahead}");
-            if level == 0 {
-                assert_eq!(wake, t0 + ms(ahead), "level 0: the exact deadline");
-            } else {
-                assert!(wake <= t0 + ms(ahead) && wake > t0, "a cascade point");
-            }
-            // Advance wake point by wake point, as the timerfd would.
+            assert_eq!(w.next_deadline(), Some(t0 + ms(ahead)));
+            // Step through every slot start on the way: each cascade moves
+            // it down a level, and it fires only at its deadline.
             let mut steps = 0;
-            let mut fired = Vec::new();
-            while let Some(at) = w.next_wake() {
-                assert!(at <= t0 + ms(ahead), "never woken late");
-                let before = w.next_expiration().unwrap().level;
-                fired = advance(&mut w, t0, at);
-                if fired.is_empty() {
-                    assert!(
-                        w.next_expiration().unwrap().level < before,
-                        "a cascade moves it down"
-                    );
-                }
+            while let Some(e) = w.next_expiration().filter(|e| e.level > 0) {
+                let start = w.origin + ms(e.start);
+                assert!(start <= t0 + ms(ahead) && start > t0, "a cascade point");
+                assert!(advance(&mut w, t0, start).is_empty());
+                assert!(w.next_expiration().unwrap().level < e.level, "moved down");
                 steps += 1;
-                assert!(steps <= LEVELS + 1, "one wake per level");
             }
-            assert_eq!(fired, vec![ms(ahead)]);
+            assert!(steps <= level, "one cascade per level at most");
+            let just_before = t0 + ms(ahead) - Duration::from_nanos(1);
+            assert!(advance(&mut w, t0, just_before).is_empty());
+            assert_eq!(advance(&mut w, t0, t0 + ms(ahead)), vec![ms(ahead)]);
             assert_eq!(w.len(), 0);
+            // In one jump to the deadline: every cascade and the firing.
+            w.insert(t0 + ms(ahead) * 2, waker());
+            assert_eq!(advance(&mut w, t0, t0 + ms(ahead) * 2), vec![ms(ahead) * 2]);
         }
     }
 
@@ -603,10 +538,7 @@ mod tests {
         let t0 = Instant::now();
         let mut w = Wheel::new(t0);
         let keys: Vec<Key> = (0..LEVELS)
-            .map(|l| {
-                w.insert(t0 + ms((1u64 << (BITS * l as u32)) * 2), waker())
-                    .0
-            })
+            .map(|l| w.insert(t0 + ms((1u64 << (BITS * l as u32)) * 2), waker()))
             .collect();
         for (l, o) in w.occupied.iter().enumerate() {
             assert_eq!(o.count_ones(), 1, "level {l}");
@@ -617,9 +549,9 @@ mod tests {
             assert!(w.cancel(*k).is_none(), "a second cancel finds nothing");
         }
         assert_eq!(w.len(), 0);
-        assert_eq!(w.next_wake(), None);
+        assert_eq!(w.next_deadline(), None);
         // A cancelled timer half way down fires nothing either.
-        let (k, _) = w.insert(t0 + ms(10_000), waker());
+        let k = w.insert(t0 + ms(10_000), waker());
         assert!(advance(&mut w, t0, t0 + ms(9_990)).is_empty());
         assert_eq!(w.next_expiration().unwrap().level, 0, "cascaded to level 0");
         assert!(w.cancel(k).is_some());
@@ -658,7 +590,7 @@ mod tests {
         for i in 0..n {
             // All within tick 7.
             let d = ms(7) + Duration::from_nanos((n - i) as u64 * 100);
-            keys.push(w.insert(t0 + d, waker()).0);
+            keys.push(w.insert(t0 + d, waker()));
         }
         assert_eq!(w.occupied[0].count_ones(), 1);
         // Cancel every third, from the middle of the list.
@@ -687,9 +619,9 @@ mod tests {
         for d in [ms(5) + us(700), ms(5) + us(200), ms(3), ms(5) + us(200)] {
             w.insert(t0 + d, waker());
         }
-        assert_eq!(w.next_wake(), Some(t0 + ms(3)));
+        assert_eq!(w.next_deadline(), Some(t0 + ms(3)));
         assert_eq!(advance(&mut w, t0, t0 + ms(5) + us(100)), vec![ms(3)]);
-        assert_eq!(w.next_wake(), Some(t0 + ms(5) + us(200)), "exact");
+        assert_eq!(w.next_deadline(), Some(t0 + ms(5) + us(200)), "exact");
         assert_eq!(
             advance(&mut w, t0, t0 + ms(5) + us(200)),
             vec![ms(5) + us(200); 2]
@@ -701,8 +633,8 @@ mod tests {
         );
         // Equal deadlines keep their insertion order.
         let mut out = Vec::new();
-        let a = w.insert(t0 + ms(9), waker()).0;
-        let b = w.insert(t0 + ms(9), waker()).0;
+        let a = w.insert(t0 + ms(9), waker());
+        let b = w.insert(t0 + ms(9), waker());
         w.advance(t0 + ms(9), &mut out);
         out.sort_by_key(|f| (f.0, f.1));
         assert!(out[0].1 < out[1].1);
@@ -730,7 +662,7 @@ mod tests {
         assert_eq!(w.next_deadline(), Some(t0 + ds[4]));
         w.insert(t0 + ms(20), waker());
         assert_eq!(
-            w.next_wake(),
+            w.next_deadline(),
             Some(t0 + ms(20)),
             "behind the wheel: due now"
         );
@@ -739,8 +671,8 @@ mod tests {
     }
 
     /// Random inserts, cancels and advances against a `BTreeMap` model:
-    /// the same timers fire at the same advances, the earliest deadline is
-    /// always known exactly, and the wake point is never after it.
+    /// the same timers fire at the same advances, and the earliest deadline
+    /// (where the timerfd is armed) is always known exactly.
     #[test]
     fn matches_an_ordered_map() {
         let mut rng = 0x9e37_79b9_7f4a_7c15u64;
@@ -761,9 +693,7 @@ mod tests {
                     // Spread over every level, in nanoseconds.
                     let scale = 10u64.pow(next(12) as u32 + 3);
                     let d = Duration::from_nanos(next(scale));
-                    let (k, wake) = w.insert(now + d, waker());
-                    let wake = w.wake_instant(wake);
-                    assert!(wake <= now + d, "round {round}: woken after the deadline");
+                    let k = w.insert(now + d, waker());
                     let seq = w.nodes[k.index as usize].seq;
                     model.insert((now + d, seq), k);
                 }
@@ -776,7 +706,7 @@ mod tests {
                 }
                 _ => {
                     let to = if next(3) == 0 {
-                        w.next_wake().unwrap_or(now)
+                        w.next_deadline().unwrap_or(now)
                     } else {
                         let scale = 10u64.pow(next(10) as u32 + 3);
                         now + Duration::from_nanos(next(scale))
@@ -798,9 +728,6 @@ mod tests {
             assert_eq!(w.len(), model.len());
             let first = model.keys().next().map(|k| k.0);
             assert_eq!(w.next_deadline(), first, "round {round}");
-            if let (Some(wake), Some(first)) = (w.next_wake(), first) {
-                assert!(wake <= first, "round {round}: woken late");
-            }
         }
         assert!(
             fired > 1000 && cancelled > 1000,
