@@ -208,17 +208,21 @@ mod numa {
         d
     }
 
+    /// Each sleep is polled with a fresh cooperative budget: in one task
+    /// poll the budget runs out after 128 polls, and every later sleep
+    /// would return `Pending` without registering.
     pub fn register_cancel(rt: &numa_rt::Runtime, iters: u64) -> Duration {
-        rt.block_on(rt.spawn(async move {
+        rt.block_on(rt.spawn(std::future::poll_fn(move |cx| {
             let start = Instant::now();
             for _ in 0..iters {
                 for _ in 0..TIMERS {
-                    let mut s = pin!(numa_rt::time::sleep(Duration::from_secs(1)));
-                    assert!(futures::poll!(s.as_mut()).is_pending());
+                    let mut s = numa_rt::time::sleep(Duration::from_secs(1));
+                    let r = numa_rt_reactor::coop::budget(|| Pin::new(&mut s).poll(cx));
+                    assert!(r.is_pending());
                 }
             }
-            start.elapsed()
-        }))
+            Poll::Ready(start.elapsed())
+        })))
         .unwrap()
     }
 
@@ -400,8 +404,9 @@ mod tok {
         d
     }
 
+    /// Without tokio's cooperative budget (see numa_rt's).
     pub fn register_cancel(rt: &tokio::runtime::Runtime, iters: u64) -> Duration {
-        rt.block_on(rt.spawn(async move {
+        rt.block_on(rt.spawn(tokio::task::unconstrained(async move {
             let start = Instant::now();
             for _ in 0..iters {
                 for _ in 0..TIMERS {
@@ -410,7 +415,7 @@ mod tok {
                 }
             }
             start.elapsed()
-        }))
+        })))
         .unwrap()
     }
 

@@ -1,40 +1,14 @@
-//! Thread-local context: which processor (P) this thread's machine holds,
-//! which reactor it belongs to, and whether the current task just accepted a
-//! connection.
+//! Thread-local context: which reactor this thread belongs to, and (from
+//! the crate's ground floor, `current`) which processor (P) its machine
+//! holds and whether the current task just accepted a connection.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 
+pub use crate::current::{current_p, firing_for, set_current_p, take_accepted};
 use crate::Reactor;
 
 thread_local! {
-    static CURRENT_P: Cell<Option<usize>> = const { Cell::new(None) };
     static CURRENT_REACTOR: RefCell<Option<Reactor>> = const { RefCell::new(None) };
-    static ACCEPTED: Cell<bool> = const { Cell::new(false) };
-    static FIRING_FOR: Cell<Option<usize>> = const { Cell::new(None) };
-}
-
-/// The P whose I/O and timer wakers this thread fires on that P's behalf,
-/// if it fires any without holding a P: the monitor thread polling the
-/// pollers nobody watches (see `driver::monitor`). The executor queues
-/// what they wake on that P's node.
-pub fn firing_for() -> Option<usize> {
-    FIRING_FOR.with(|c| c.get())
-}
-
-/// Sets [`firing_for`] for the wakers fired next on this thread.
-pub(crate) fn set_firing_for(p: Option<usize>) {
-    FIRING_FOR.with(|c| c.set(p));
-}
-
-/// Records the P this thread's M now holds (`None` when it holds none).
-/// I/O sources and timers first polled on this thread register with that P.
-pub fn set_current_p(p: Option<usize>) {
-    CURRENT_P.with(|c| c.set(p));
-}
-
-/// The P this thread's M holds, if any.
-pub fn current_p() -> Option<usize> {
-    CURRENT_P.with(|c| c.get())
 }
 
 /// Makes `reactor` this thread's current reactor until the guard drops.
@@ -82,33 +56,14 @@ pub fn try_current() -> Option<Reactor> {
     CURRENT_REACTOR.with(|c| c.borrow().clone())
 }
 
-/// Runs `f` with the current reactor; panics outside a runtime.
+/// Runs `f` with the current reactor, borrowed in place (no clone of it);
+/// panics outside a runtime. `f` must not enter another reactor.
 pub(crate) fn with_current<R>(f: impl FnOnce(&Reactor) -> R) -> R {
-    let reactor = try_current().unwrap_or_else(|| {
-        panic!(
+    CURRENT_REACTOR.with(|c| match c.borrow().as_ref() {
+        Some(reactor) => f(reactor),
+        None => panic!(
             "there is no reactor running: this must be called from the context of a numa_rt \
              runtime (a task, block_on, or inside Handle::enter)"
-        )
-    });
-    f(&reactor)
-}
-
-/// Marks that the running task just accepted a connection.
-pub(crate) fn set_accepted() {
-    ACCEPTED.with(|c| c.set(true));
-}
-
-/// Returns and clears the "just accepted a connection" flag.
-///
-/// The executor's spawn checks it: a task spawned right after an accept is a
-/// root task (one per connection) and goes to the next P round-robin instead
-/// of the spawning P's `runnext`. [`crate::coop::budget`] clears it at the
-/// start of every task poll.
-pub fn take_accepted() -> bool {
-    ACCEPTED.with(|c| c.replace(false))
-}
-
-/// Clears the accepted flag (start of a task poll).
-pub(crate) fn clear_accepted() {
-    ACCEPTED.with(|c| c.set(false));
+        ),
+    })
 }

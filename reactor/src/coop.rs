@@ -42,7 +42,7 @@ pub fn budget_counting<R>(f: impl FnOnce() -> R) -> (R, bool) {
         }
     }
     let _reset = Reset(CURRENT.with(|c| c.replace(Some(BUDGET))));
-    crate::context::clear_accepted();
+    crate::current::clear_accepted();
     let r = f();
     (r, FORCED.with(|c| c.replace(false)))
 }

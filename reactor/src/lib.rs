@@ -23,8 +23,10 @@
 //!   [`context::take_accepted`] to spread connection tasks round-robin.
 //! - [`Reactor::shutdown`] at runtime shutdown.
 
+mod clock;
 pub mod context;
 pub mod coop;
+mod current;
 mod driver;
 #[doc(hidden)]
 pub mod fault;

@@ -142,6 +142,7 @@ mod paused;
 pub(crate) mod registration;
 pub(crate) mod timers;
 mod watch;
+mod wheel;
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -154,8 +155,8 @@ use mio::{Interest, Poll, Registry, Token};
 use self::io::{Slab, Wakeups};
 use self::timers::Timers;
 use self::watch::{Role, WatchOps};
+use crate::clock::Clock;
 use crate::sys;
-use crate::time::clock::Clock;
 
 /// The mio token of each P's timerfd (slab tokens never reach it).
 const TIMER_TOKEN: Token = Token(usize::MAX);
@@ -191,7 +192,7 @@ pub(crate) struct Shared {
     shutdown: AtomicBool,
     monitor: Arc<monitor::Monitor>,
     /// The runtime's one clock: every P's timers read it (paused time).
-    pub(crate) clock: Clock,
+    pub(crate) clock: Arc<Clock>,
     /// Auto-advance's lock and the `block_on` wake flags it reads.
     pub(crate) paused: paused::Paused,
 }
@@ -229,7 +230,8 @@ pub(crate) struct PState {
     hosted: AtomicBool,
     pub(crate) registry: Registry,
     pub(crate) sources: Mutex<Slab>,
-    pub(crate) timers: Timers,
+    /// Shared with every `Sleep` registered here (`time::Sleep`).
+    pub(crate) timers: Arc<Timers>,
     park: OwnedFd,
     unpark: OwnedFd,
     /// Set by `unpark` before signalling the eventfd, cleared by the parked M.
@@ -517,6 +519,7 @@ impl Reactor {
                 role: Role::new(&procs),
             });
         }
+        let clock = Arc::new(Clock::new());
         let mut ps = Vec::with_capacity(node_of_p.len());
         for (i, &node) in node_of_p.iter().enumerate() {
             let poll = Poll::new()?;
@@ -550,7 +553,7 @@ impl Reactor {
                 hosted: AtomicBool::new(false),
                 registry,
                 sources: Mutex::new(Slab::default()),
-                timers: Timers::new(timerfd),
+                timers: Arc::new(Timers::new(timerfd, clock.clone())),
                 park,
                 unpark,
                 notified: notify::Notify::new(),
@@ -569,7 +572,7 @@ impl Reactor {
             next_p: AtomicUsize::new(0),
             shutdown: AtomicBool::new(false),
             monitor: monitor.clone(),
-            clock: Clock::new(),
+            clock,
             paused: paused::Paused::default(),
         });
         if movable {
@@ -713,7 +716,7 @@ impl Reactor {
     /// or one chosen round-robin when the thread holds none.
     pub(crate) fn pick_p(&self) -> usize {
         let n = self.procs();
-        match crate::context::current_p() {
+        match crate::current::current_p() {
             Some(p) if p < n => p,
             // Relaxed: only spreads load; any interleaving is acceptable.
             _ => self.shared.next_p.fetch_add(1, Ordering::Relaxed) % n,
@@ -1069,7 +1072,6 @@ impl Driver {
             let p = tag as usize;
             match help(
                 &self.shared.ps[p],
-                &self.shared.clock,
                 &mut self.wakeups,
                 &mut self.timer_wakers,
             ) {
@@ -1105,19 +1107,14 @@ struct Round {
 
 /// Polls `other`'s io poller on behalf of its M (busy, or asleep on its
 /// eventfd), collecting wakers for the calling watcher to fire.
-fn help(
-    other: &PState,
-    clock: &Clock,
-    wakeups: &mut Wakeups,
-    timer_wakers: &mut Vec<Waker>,
-) -> Help {
+fn help(other: &PState, wakeups: &mut Wakeups, timer_wakers: &mut Vec<Waker>) -> Help {
     let io = match other.io.try_lock() {
         Ok(io) => io,
         Err(TryLockError::Poisoned(e)) => e.into_inner(),
         Err(TryLockError::WouldBlock) => return Help::Busy,
     };
     if other.drain(io, wakeups) {
-        other.timers.fire_expired(clock, timer_wakers);
+        other.timers.fire_expired(timer_wakers);
     }
     Help::Drained
 }
@@ -1125,10 +1122,9 @@ fn help(
 impl Driver {
     /// Fires this P's due timers and every waker collected so far.
     fn fire_own(&mut self) {
-        let shared = &*self.shared;
-        shared.ps[self.index]
+        self.shared.ps[self.index]
             .timers
-            .fire_expired(&shared.clock, &mut self.timer_wakers);
+            .fire_expired(&mut self.timer_wakers);
         for w in self.timer_wakers.drain(..) {
             crate::fault::wake(w, "a timer's waker");
         }

@@ -390,16 +390,16 @@ fn poll_unwatched(sh: &Shared, polled: &mut Vec<(u64, Instant)>, now: Instant) -
         }
         let mut wakeups = Wakeups::default();
         let mut timers = Vec::new();
-        if let Help::Drained = help(p, &sh.clock, &mut wakeups, &mut timers) {
+        if let Help::Drained = help(p, &mut wakeups, &mut timers) {
             // Our own drain moved the count: it is not someone else's.
             polled[i].0 = p.stats.drains.load(Relaxed);
             fired |= !timers.is_empty() || !wakeups.is_empty();
-            crate::context::set_firing_for(Some(i));
+            crate::current::set_firing_for(Some(i));
             for w in timers.drain(..) {
                 crate::fault::wake(w, "a timer's waker");
             }
             wakeups.fire();
-            crate::context::set_firing_for(None);
+            crate::current::set_firing_for(None);
         }
     }
     fired

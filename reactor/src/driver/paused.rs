@@ -39,9 +39,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Waker;
 use std::time::Duration;
 
-use super::timers::TimerKey;
 use super::{Reactor, Shared};
-use crate::time::clock::NOT_PAUSED;
+use crate::clock::NOT_PAUSED;
 
 /// The auto-advance's shared state (one per runtime).
 #[derive(Default)]
@@ -148,12 +147,12 @@ pub(crate) fn advance_if_idle(shared: &Shared, parking: Option<usize>) -> usize 
 /// deadline order; returns how many.
 fn fire_paused(shared: &Shared) -> usize {
     let now = shared.clock.now();
-    let mut due: Vec<(TimerKey, Waker)> = Vec::new();
+    let mut due: Vec<(std::time::Instant, Waker)> = Vec::new();
     for p in shared.ps.iter() {
         p.timers.take_expired(now, &mut due);
     }
     // Stable: ties keep P order, and each P's sequence order within it.
-    due.sort_by_key(|(k, _)| k.deadline);
+    due.sort_by_key(|(deadline, _)| *deadline);
     let n = due.len();
     // Outside every timer lock: a waker may run arbitrary code.
     for (_, w) in due {
@@ -188,7 +187,7 @@ impl Reactor {
             );
         }
         for p in shared.ps.iter() {
-            p.timers.rearm(&shared.clock);
+            p.timers.rearm();
         }
         if let Err(e) = shared.monitor.start(shared) {
             panic!("numa_rt::time::pause: paused time is advanced by the monitor thread: {e}");
@@ -210,7 +209,7 @@ impl Reactor {
             panic!("{NOT_PAUSED}");
         }
         for p in shared.ps.iter() {
-            p.timers.rearm(&shared.clock);
+            p.timers.rearm();
         }
     }
 

@@ -248,7 +248,7 @@ impl<S: AsRawFd> PollEvented<S> {
     #[inline]
     fn registration(&self) -> io::Result<&Registration> {
         if let Some(r) = self.reg.get() {
-            if let Some(here) = context::current_p() {
+            if let Some(here) = crate::current::current_p() {
                 if r.polled_from(here) {
                     let _init = self.init.lock().unwrap_or_else(|e| e.into_inner());
                     r.move_to(here, self.interest);

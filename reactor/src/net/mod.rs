@@ -56,7 +56,6 @@ pub use self::tcp_socket::TcpSocket;
 pub use self::udp::UdpSocket;
 pub use self::unix::{UnixListener, UnixStream};
 pub use self::unix_datagram::UnixDatagram;
-use crate::context;
 use crate::driver::io::Direction;
 use crate::driver::registration::PollEvented;
 use crate::time::{sleep, Sleep};
@@ -117,7 +116,7 @@ impl AcceptBackoff {
             }
             match ready!(io.poll_io(cx, Direction::Read, &mut accept)) {
                 Ok(r) => {
-                    context::set_accepted();
+                    crate::current::set_accepted();
                     return Poll::Ready(Ok(r));
                 }
                 // Readiness is left set, so the retry tries accept again even

@@ -17,8 +17,6 @@ use std::fmt;
 use std::ops::{Add, AddAssign, Sub, SubAssign};
 use std::time::Duration;
 
-use super::clock;
-
 /// A measurement of the runtime's monotonic clock: std's, or the paused
 /// virtual clock of a test (tokio's `time::Instant`).
 ///
@@ -44,7 +42,7 @@ impl Instant {
     /// virtual now. Outside a runtime, std's now.
     #[inline]
     pub fn now() -> Instant {
-        Instant::from_std(clock::now())
+        Instant::from_std(super::std_now())
     }
 
     /// Wraps a std instant (no conversion: the clocks share their epoch;

@@ -43,7 +43,6 @@
 //! The top crate's `numa_rt::time` docs have an example; `tests/time_paused.rs`
 //! has more.
 
-pub(crate) mod clock;
 mod instant;
 mod interval;
 
@@ -55,9 +54,8 @@ pub use std::time::Duration;
 
 pub use self::instant::Instant;
 pub use self::interval::{interval, interval_at, Interval, MissedTickBehavior};
-use crate::driver::timers::{TimerKey, TimerState};
-use crate::driver::Shared;
-use crate::{context, coop};
+use crate::driver::timers::{TimerKey, TimerState, Timers};
+use crate::{clock, context, coop};
 
 /// Errors of the time module.
 pub mod error {
@@ -85,8 +83,28 @@ pub mod error {
 /// The runtime's now: [`Instant::now`] (std's now unless the runtime's
 /// clock is paused, or was: after [`resume`] it runs on from where it
 /// stood). Outside a runtime, std's now.
+#[inline]
 pub fn now() -> Instant {
     Instant::now()
+}
+
+/// The runtime's now as std's type: std's unless some runtime of this
+/// process paused its clock; then the clock of the runtime this thread is
+/// in (std's outside any runtime).
+#[inline]
+pub(crate) fn std_now() -> std::time::Instant {
+    if clock::all_real() {
+        return std::time::Instant::now();
+    }
+    paused_now()
+}
+
+#[cold]
+fn paused_now() -> std::time::Instant {
+    match context::try_current() {
+        Some(r) => r.shared.clock.now(),
+        None => std::time::Instant::now(),
+    }
 }
 
 /// Pauses the current runtime's clock (tokio's `time::pause`): from now on
@@ -187,10 +205,9 @@ pub struct Sleep {
     entry: Option<Entry>,
 }
 
-/// A registered timer: where it lives and its key there.
+/// A registered timer: the timers of the P it lives on, and its key there.
 struct Entry {
-    shared: Arc<Shared>,
-    p: usize,
+    timers: Arc<Timers>,
     key: TimerKey,
 }
 
@@ -209,7 +226,7 @@ impl Sleep {
     /// current one before it registers).
     fn now(&self) -> Instant {
         match &self.entry {
-            Some(e) => Instant::from_std(e.shared.clock.now()),
+            Some(e) => Instant::from_std(e.timers.clock().now()),
             None => Instant::now(),
         }
     }
@@ -219,14 +236,22 @@ impl Sleep {
         self.get_mut().reset_unpinned(deadline);
     }
 
+    /// Moves the deadline. A registered timer is moved in place, keeping
+    /// its waker (one lock, no new entry); one that already fired
+    /// registers again at the next poll, and one moved to a deadline that
+    /// has passed is cancelled (the next poll completes).
     pub(crate) fn reset_unpinned(&mut self, deadline: Instant) {
-        self.cancel();
         self.deadline = deadline;
+        let Some(e) = &self.entry else { return };
+        let d = deadline.into_std();
+        if d <= e.timers.clock().now() || !e.timers.reset(e.key, d) {
+            self.cancel();
+        }
     }
 
     fn cancel(&mut self) {
         if let Some(e) = self.entry.take() {
-            e.shared.ps[e.p].timers.remove(e.key);
+            e.timers.remove(e.key);
         }
     }
 
@@ -242,11 +267,11 @@ impl Sleep {
             return Poll::Ready(());
         }
         match &self.entry {
-            Some(e) => match e.shared.ps[e.p].timers.poll(e.key, cx.waker()) {
+            Some(e) => match e.timers.poll(e.key, cx.waker()) {
                 TimerState::Pending => Poll::Pending,
                 TimerState::Shutdown => {
                     let e = self.entry.take().expect("matched Some");
-                    shut_down(&e.shared)
+                    shut_down(&e.timers)
                 }
                 TimerState::Fired => {
                     self.entry = None;
@@ -254,18 +279,15 @@ impl Sleep {
                 }
             },
             None => {
-                let (shared, p) = context::with_current(|r| (r.shared.clone(), r.pick_p()));
-                match shared.ps[p].timers.insert(
-                    self.deadline.into_std(),
-                    now.into_std(),
-                    cx.waker().clone(),
-                    &shared.clock,
-                ) {
+                // The timers of this thread's P (no clone of the reactor:
+                // one reference count of that P's timers).
+                let timers = context::with_current(|r| r.shared.ps[r.pick_p()].timers.clone());
+                match timers.insert(self.deadline.into_std(), cx.waker().clone()) {
                     Some(key) => {
-                        self.entry = Some(Entry { shared, p, key });
+                        self.entry = Some(Entry { timers, key });
                         Poll::Pending
                     }
-                    None => shut_down(&shared),
+                    None => shut_down(&timers),
                 }
             }
         }
@@ -278,9 +300,10 @@ impl Sleep {
 /// task is about to be dropped, and `Pending` lets it go quietly.
 #[cold]
 #[track_caller]
-fn shut_down(shared: &Arc<Shared>) -> Poll<()> {
+fn shut_down(timers: &Arc<Timers>) -> Poll<()> {
     let own_worker = context::current_p().is_some()
-        && context::try_current().is_some_and(|r| Arc::ptr_eq(&r.shared, shared));
+        && context::try_current()
+            .is_some_and(|r| r.shared.ps.iter().any(|p| Arc::ptr_eq(&p.timers, timers)));
     if own_worker {
         return Poll::Pending;
     }

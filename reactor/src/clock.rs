@@ -1,5 +1,7 @@
 //! The runtime's clock: std's monotonic clock, or, once a test pauses it, a
-//! virtual one (tokio's `test-util` clock).
+//! virtual one (tokio's `test-util` clock). It depends on nothing else in
+//! the crate: the drivers' timers hold it, and `time` finds the current
+//! runtime's clock through the thread's context.
 //!
 //! The clock works in `std::time::Instant`s (the timer sets and the driver
 //! do); the public `numa_rt::time::Instant` wraps what [`now`] returns. A
@@ -151,23 +153,12 @@ impl Drop for Clock {
     }
 }
 
-/// The current runtime's now: std's clock unless a runtime of this process
-/// paused time, then the clock of the runtime this thread is in (std's
-/// outside any runtime).
+/// Whether no live clock of this process is paused or shifted: then every
+/// runtime's now is `Instant::now()` (one Relaxed load of a line nobody
+/// writes). `crate::time::now` reads the current runtime's clock otherwise.
 #[inline]
-pub(crate) fn now() -> Instant {
-    if NOT_REAL.load(Relaxed) == 0 {
-        return Instant::now();
-    }
-    slow_now()
-}
-
-#[cold]
-fn slow_now() -> Instant {
-    match crate::context::try_current() {
-        Some(r) => r.shared.clock.now(),
-        None => Instant::now(),
-    }
+pub(crate) fn all_real() -> bool {
+    NOT_REAL.load(Relaxed) == 0
 }
 
 #[cfg(test)]
