@@ -159,3 +159,13 @@ fn recv_after_the_runtime_is_gone_returns_none() {
     drop(rt);
     assert_eq!(s.recv().now_or_never(), Some(None));
 }
+
+#[test]
+fn listeners_and_kinds_cross_threads() {
+    fn send_sync<T: Send + Sync + 'static>() {}
+    send_sync::<numa_rt::signal::unix::Signal>();
+    send_sync::<SignalKind>();
+    assert_eq!(SignalKind::from_raw(libc::SIGTERM), SignalKind::terminate());
+    assert_eq!(SignalKind::terminate().as_raw_value(), libc::SIGTERM);
+    assert_eq!(i32::from(SignalKind::from(libc::SIGHUP)), libc::SIGHUP);
+}

@@ -417,3 +417,15 @@ fn tokio_compat_workers_zero_is_refused_by_name() {
         "{e}"
     );
 }
+
+/// On the multi-thread side runtime, tokio's `block_in_place` called from a
+/// numa_rt task runs the closure in place (it is not a tokio worker, so
+/// there is nothing to hand off); numa_rt's `block_in_place` is the one
+/// that hands the P to another thread.
+#[test]
+fn tokio_block_in_place_runs_the_closure_in_place() {
+    let rt = compat_rt(2);
+    let v =
+        rt.block_on(async { numa_rt::spawn(async { tokio::task::block_in_place(|| 5) }).await });
+    assert_eq!(v.unwrap(), 5);
+}
