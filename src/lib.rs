@@ -157,6 +157,29 @@ pub mod time {
 
 pub mod net;
 
+/// Signals (tokio's `signal` module): [`ctrl_c`](signal::ctrl_c) and
+/// [`unix::signal`](signal::unix::signal), on numa_rt's own pollers (a
+/// self-pipe written by the handler; the design is in
+/// `numa_rt_reactor::signal`).
+///
+/// ```no_run
+/// use numa_rt::signal::unix::{signal, SignalKind};
+///
+/// #[numa_rt::main]
+/// async fn main() -> std::io::Result<()> {
+///     let mut term = signal(SignalKind::terminate())?;
+///     numa_rt::spawn(async move {
+///         numa_rt::signal::ctrl_c().await.unwrap();
+///         println!("ctrl-c");
+///     });
+///     term.recv().await;
+///     Ok(())
+/// }
+/// ```
+pub mod signal {
+    pub use numa_rt_reactor::signal::*;
+}
+
 /// Readiness for any file descriptor ([`AsyncFd`](io::AsyncFd)) and the
 /// readiness vocabulary shared with the sockets ([`Interest`](io::Interest),
 /// [`Ready`](io::Ready)).

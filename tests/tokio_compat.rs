@@ -339,3 +339,107 @@ async fn the_test_attribute_switches_compat_on() {
 async fn the_attribute_with_other_arguments() {
     tokio::time::sleep(Duration::from_millis(1)).await;
 }
+
+fn panic_text(e: numa_rt::JoinError) -> String {
+    let p = e.into_panic();
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
+
+/// Issue 24: `tokio::time::pause()` paused the side runtime's clock, which
+/// then auto-advanced whenever the side thread was idle, blind to numa_rt's
+/// tasks (a ported test hung). Now it fails at once, and so does
+/// `advance`; numa_rt's own paused clock is the one to use.
+#[test]
+fn tokio_time_pause_and_advance_fail_at_once() {
+    let rt = compat_rt(2);
+    let (pause, advance) = rt.block_on(async {
+        let pause = numa_rt::spawn(async { tokio::time::pause() }).await;
+        let advance = numa_rt::spawn(tokio::time::advance(Duration::from_secs(1))).await;
+        (pause, advance)
+    });
+    let msg = panic_text(pause.expect_err("tokio::time::pause() must fail"));
+    assert!(msg.contains("current_thread"), "{msg}");
+    let msg = panic_text(advance.expect_err("tokio::time::advance() must fail"));
+    assert!(msg.contains("not frozen"), "{msg}");
+    // numa_rt's paused clock works in the same runtime.
+    rt.block_on(async {
+        numa_rt::time::pause();
+        let t0 = numa_rt::time::now();
+        numa_rt::time::advance(Duration::from_secs(5)).await;
+        assert!(numa_rt::time::now() - t0 >= Duration::from_secs(5));
+        numa_rt::time::resume();
+    });
+}
+
+/// `Builder::tokio_compat_workers(3)`: three `tokio::spawn`ed futures that
+/// each block until all three are running at once get through, on three
+/// threads (with one worker they would wait out the bound and fail).
+#[test]
+fn tokio_compat_workers_run_spawned_futures_in_parallel() {
+    let rt = numa_rt::Builder::new()
+        .max_procs(2)
+        .enable_tokio_compat()
+        .tokio_compat_workers(3)
+        .build()
+        .unwrap();
+    let arrived = Arc::new(AtomicUsize::new(0));
+    let results = rt.block_on(async {
+        let mut hs = Vec::new();
+        for _ in 0..3 {
+            let arrived = arrived.clone();
+            hs.push(tokio::spawn(async move {
+                arrived.fetch_add(1, Ordering::SeqCst);
+                let t0 = Instant::now();
+                // Blocks this worker on purpose; bounded.
+                while arrived.load(Ordering::SeqCst) < 3 && t0.elapsed() < Duration::from_secs(10) {
+                    std::thread::yield_now();
+                }
+                (
+                    arrived.load(Ordering::SeqCst),
+                    std::thread::current().id(),
+                    std::thread::current().name().map(str::to_owned),
+                )
+            }));
+        }
+        let mut out = Vec::new();
+        for h in hs {
+            out.push(h.await.unwrap());
+        }
+        out
+    });
+    let threads: std::collections::HashSet<_> = results.iter().map(|r| r.1).collect();
+    assert_eq!(threads.len(), 3, "{results:?}");
+    for (n, _, name) in &results {
+        assert_eq!(*n, 3);
+        assert_eq!(name.as_deref(), Some("numa_rt-tokio"));
+    }
+}
+
+#[test]
+fn tokio_compat_workers_zero_is_refused_by_name() {
+    let e = numa_rt::Builder::new()
+        .enable_tokio_compat()
+        .tokio_compat_workers(0)
+        .build()
+        .unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    assert!(
+        e.to_string().contains("Builder::tokio_compat_workers"),
+        "{e}"
+    );
+}
+
+/// On the multi-thread side runtime, tokio's `block_in_place` called from a
+/// numa_rt task runs the closure in place (it is not a tokio worker, so
+/// there is nothing to hand off); numa_rt's `block_in_place` is the one
+/// that hands the P to another thread.
+#[test]
+fn tokio_block_in_place_runs_the_closure_in_place() {
+    let rt = compat_rt(2);
+    let v =
+        rt.block_on(async { numa_rt::spawn(async { tokio::task::block_in_place(|| 5) }).await });
+    assert_eq!(v.unwrap(), 5);
+}

@@ -45,6 +45,8 @@ pub struct Builder {
     start_paused: bool,
     #[cfg(feature = "tokio-compat")]
     tokio_compat: bool,
+    #[cfg(feature = "tokio-compat")]
+    tokio_compat_workers: usize,
 }
 
 impl Default for Builder {
@@ -83,6 +85,8 @@ impl Builder {
             start_paused: false,
             #[cfg(feature = "tokio-compat")]
             tokio_compat: false,
+            #[cfg(feature = "tokio-compat")]
+            tokio_compat_workers: 1,
         }
     }
 
@@ -259,16 +263,29 @@ impl Builder {
     /// database drivers), which otherwise panics with tokio's "there is no
     /// reactor running". Feature `tokio-compat`.
     ///
-    /// `build()` then starts one small tokio runtime (current-thread, I/O
-    /// and time drivers on) driven by one extra thread, `numa_rt-tokio`,
-    /// and every numa_rt thread enters its context: each M and blocking
-    /// thread for its life, a `block_on` caller while `block_on` runs.
-    /// tokio's resources are served by that thread's driver, not by the
+    /// `build()` then starts one small tokio runtime (multi-thread flavour,
+    /// one worker thread `numa_rt-tokio` unless
+    /// [`tokio_compat_workers`](Builder::tokio_compat_workers) says more,
+    /// I/O and time drivers on), and every numa_rt thread enters its
+    /// context: each M and blocking thread for its life, a `block_on`
+    /// caller while `block_on` runs.
+    /// tokio's resources are served by that runtime's driver, not by the
     /// P's pollers: when one is ready the driver wakes the numa_rt task
     /// that awaits it, which then runs on a P as usual. A `tokio::spawn`ed
-    /// future runs on the `numa_rt-tokio` thread. numa_rt's own sockets and
+    /// future runs on a `numa_rt-tokio` worker. numa_rt's own sockets and
     /// timers are unaffected, and remain the faster path (the README gives
     /// the measured cost).
+    ///
+    /// Paused time is numa_rt's: use [`numa_rt::time::pause`] /
+    /// `advance` (or `#[numa_rt::test(start_paused = true)]`).
+    /// `tokio::time::pause()` panics at once in this runtime, with tokio's
+    /// "`time::pause()` requires the `current_thread` Tokio runtime"; it
+    /// cannot be served, because a paused tokio clock auto-advances
+    /// whenever the side runtime is idle, blind to numa_rt's tasks (tokio
+    /// timeouts then fire while numa_rt work is still running, or tests
+    /// hang), and tokio has no hook to drive its clock from numa_rt's.
+    ///
+    /// [`numa_rt::time::pause`]: numa_rt_reactor::time::pause
     ///
     /// The tokio runtime is dropped when this runtime shuts down, after
     /// numa_rt's tasks are dropped. If it cannot be built, `build()`
@@ -292,6 +309,20 @@ impl Builder {
     #[cfg(feature = "tokio-compat")]
     pub fn enable_tokio_compat(&mut self) -> &mut Self {
         self.tokio_compat = true;
+        self
+    }
+
+    /// Worker threads of the side tokio runtime of
+    /// [`enable_tokio_compat`](Builder::enable_tokio_compat) (which this
+    /// does not switch on). Default 1. More workers serve more
+    /// `tokio::spawn`ed futures at once (a library that spawns its
+    /// connection tasks); tokio's I/O and timers are served by one driver
+    /// whatever the number. Feature `tokio-compat`.
+    ///
+    /// `build()` fails with `InvalidInput` for 0.
+    #[cfg(feature = "tokio-compat")]
+    pub fn tokio_compat_workers(&mut self, n: usize) -> &mut Self {
+        self.tokio_compat_workers = n;
         self
     }
 
@@ -339,6 +370,12 @@ impl Builder {
         if self.event_interval == 0 {
             return Err(invalid(
                 "Builder::event_interval must be at least 1, got 0".into(),
+            ));
+        }
+        #[cfg(feature = "tokio-compat")]
+        if self.tokio_compat_workers == 0 {
+            return Err(invalid(
+                "Builder::tokio_compat_workers must be at least 1, got 0".into(),
             ));
         }
         if self.max_blocking_threads == 0 {
@@ -434,6 +471,8 @@ impl Builder {
             start_paused: self.start_paused,
             #[cfg(feature = "tokio-compat")]
             tokio_compat: self.tokio_compat,
+            #[cfg(feature = "tokio-compat")]
+            tokio_compat_workers: self.tokio_compat_workers,
         };
         let shared = Shared::build(config, topology, node_of_p, start_node, |shared| {
             Arc::new(crate::sysmon::Sysmon::new(shared))
@@ -486,6 +525,8 @@ impl fmt::Debug for Builder {
             .field("pin_cores", &self.pin_cores);
         #[cfg(feature = "tokio-compat")]
         d.field("tokio_compat", &self.tokio_compat);
+        #[cfg(feature = "tokio-compat")]
+        d.field("tokio_compat_workers", &self.tokio_compat_workers);
         d.finish_non_exhaustive()
     }
 }

@@ -44,6 +44,9 @@ pub(crate) struct Config {
     /// Start the side tokio runtime (`crate::tokio_compat`).
     #[cfg(feature = "tokio-compat")]
     pub(crate) tokio_compat: bool,
+    /// Worker threads of the side tokio runtime (at least 1).
+    #[cfg(feature = "tokio-compat")]
+    pub(crate) tokio_compat_workers: usize,
 }
 
 /// The name a new thread gets when the user's `thread_name_fn` panics.

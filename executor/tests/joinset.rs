@@ -252,7 +252,7 @@ fn spawn_local_on_and_blocking_go_in_the_same_set() {
         let mut set = JoinSet::new();
         let rc = std::rc::Rc::new(1);
         set.spawn_local(async move { *rc });
-        set.spawn_on(0, async { 2 });
+        set.spawn_on_node(0, async { 2 });
         set.spawn_blocking(|| 3);
         set.spawn(async { 4 });
         let mut sum = 0;
@@ -282,4 +282,194 @@ fn the_set_is_usable_from_a_task_and_default() {
         n
     }));
     assert_eq!(n.unwrap(), 200);
+}
+
+// ------------------------------------------------ tokio's task_join_set cases
+//
+// The cases of tokio's tests/task_join_set.rs that map onto numa_rt,
+// written anew: spawning on a handle, ids, detaching, collecting.
+
+/// tokio's `alternating`: a set kept at two tasks by spawning one for each
+/// one joined.
+#[test]
+fn alternating_join_and_spawn_keeps_the_length() {
+    let rt = rt(2);
+    rt.block_on(async {
+        let mut set = JoinSet::new();
+        assert_eq!(set.len(), 0);
+        set.spawn(async {});
+        assert_eq!(set.len(), 1);
+        set.spawn(async {});
+        assert_eq!(set.len(), 2);
+        for _ in 0..16 {
+            set.join_next().await.unwrap().unwrap();
+            assert_eq!(set.len(), 1);
+            set.spawn(async {});
+            assert_eq!(set.len(), 2);
+        }
+    });
+}
+
+/// tokio's `abort_tasks`: abort every other task through its AbortHandle.
+#[test]
+fn aborting_half_the_tasks_through_their_handles() {
+    let rt = rt(2);
+    rt.block_on(async {
+        let mut set = JoinSet::new();
+        let mut aborted = 0;
+        for i in 0..16u32 {
+            let h = set.spawn(async move {
+                if i % 2 == 0 {
+                    std::future::pending::<()>().await;
+                }
+                i
+            });
+            if i % 2 == 0 {
+                h.abort();
+                aborted += 1;
+            }
+        }
+        let (mut cancelled, mut finished) = (0, 0);
+        while let Some(r) = set.join_next().await {
+            match r {
+                Ok(i) => {
+                    assert_eq!(i % 2, 1);
+                    finished += 1;
+                }
+                Err(e) => {
+                    assert!(e.is_cancelled());
+                    cancelled += 1;
+                }
+            }
+        }
+        assert_eq!((cancelled, finished), (aborted, 16 - aborted));
+    });
+}
+
+/// tokio's `runtime_gone`: a set whose runtime is dropped reports its tasks
+/// cancelled.
+#[test]
+fn a_set_outliving_its_runtime_reports_cancelled() {
+    let mut set = JoinSet::new();
+    {
+        let rt = rt(1);
+        rt.block_on(async {
+            set.spawn(std::future::pending::<()>());
+        });
+    }
+    let rt2 = rt(1);
+    let r = rt2.block_on(async { set.join_next().await });
+    assert!(r.unwrap().unwrap_err().is_cancelled());
+}
+
+/// tokio's `spawn_on`/`try_join_next_with_id`: a task spawned on a handle
+/// from outside any runtime, and ids returned with outputs and errors.
+#[test]
+fn spawn_on_a_handle_and_ids_with_results() {
+    let rt = rt(2);
+    let mut set = JoinSet::new();
+    let ok = set.spawn_on(async { 7u32 }, rt.handle()).id();
+    let bad = set
+        .spawn_on(
+            async {
+                std::future::pending::<()>().await;
+                0
+            },
+            rt.handle(),
+        )
+        .id();
+    let blocking = set.spawn_blocking_on(|| 9, rt.handle()).id();
+    set.abort_all();
+    // spawned outside a runtime, joined inside one
+    let mut seen = HashSet::new();
+    rt.block_on(async {
+        while let Some(r) = set.join_next_with_id().await {
+            match r {
+                Ok((id, v)) => {
+                    assert!(id == ok || id == blocking, "{id:?}");
+                    // the aborted pending task never yields an output;
+                    // the others may be cancelled or finish first
+                    assert!(v == 7 || v == 9);
+                    seen.insert(id);
+                }
+                Err(e) => {
+                    assert!(e.is_cancelled());
+                    seen.insert(e.id());
+                }
+            }
+        }
+    });
+    assert_eq!(seen, [ok, bad, blocking].into_iter().collect());
+}
+
+#[test]
+fn try_join_next_with_id_returns_the_finished_tasks_id() {
+    let rt = rt(2);
+    rt.block_on(async {
+        let mut set = JoinSet::new();
+        assert!(set.try_join_next_with_id().is_none());
+        let (tx, rx) = futures::channel::oneshot::channel::<()>();
+        let id = set.spawn(async move { rx.await.is_ok() }).id();
+        assert!(set.try_join_next_with_id().is_none(), "not finished yet");
+        tx.send(()).unwrap();
+        let mut got = None;
+        for _ in 0..1_000_000 {
+            if let Some(r) = set.try_join_next_with_id() {
+                got = Some(r.unwrap());
+                break;
+            }
+            numa_rt_executor::task::yield_now().await;
+        }
+        assert_eq!(got, Some((id, true)));
+        assert!(set.is_empty());
+    });
+}
+
+/// tokio's `detach_all`-style case: detached tasks run on to completion.
+#[test]
+fn detach_all_empties_the_set_and_tasks_run_on() {
+    let rt = rt(2);
+    rt.block_on(async {
+        let mut set = JoinSet::new();
+        let (gate_tx, gate_rx) = futures::channel::oneshot::channel::<()>();
+        let (done_tx, done_rx) = mpsc::channel();
+        set.spawn(async move {
+            gate_rx.await.unwrap();
+            done_tx.send(42).unwrap();
+        });
+        set.spawn(async {});
+        set.detach_all();
+        assert!(set.is_empty());
+        assert!(set.join_next().await.is_none());
+        gate_tx.send(()).unwrap();
+        let v = numa_rt_executor::spawn_blocking(move || done_rx.recv_timeout(HANG))
+            .await
+            .unwrap();
+        assert_eq!(v, Ok(42), "a detached task was not aborted");
+        // The set is reusable afterwards.
+        set.spawn(async {});
+        assert!(set.join_next().await.unwrap().is_ok());
+    });
+}
+
+#[test]
+fn futures_collect_into_a_set_and_extend_it() {
+    let rt = rt(2);
+    rt.block_on(async {
+        let mut set: JoinSet<u64> = (0..10u64).map(|i| async move { i }).collect();
+        assert_eq!(set.len(), 10);
+        set.extend((10..20u64).map(|i| async move { i }));
+        assert_eq!(set.len(), 20);
+        let mut sum = 0;
+        while let Some(r) = set.join_next().await {
+            sum += r.unwrap();
+        }
+        assert_eq!(sum, (0..20).sum::<u64>());
+        let outputs = (0..5u64)
+            .map(|i| async move { i * 2 })
+            .collect::<JoinSet<_>>()
+            .join_all()
+            .await;
+        assert_eq!(outputs.iter().sum::<u64>(), 20);
+    });
 }

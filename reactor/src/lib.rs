@@ -31,6 +31,7 @@ mod driver;
 #[doc(hidden)]
 pub mod fault;
 pub mod net;
+pub mod signal;
 mod sys;
 pub mod time;
 

@@ -236,7 +236,9 @@ impl Shared {
         // failure drops `shared`, and with it this (`SideRuntime::drop`).
         #[cfg(feature = "tokio-compat")]
         let tokio = match config.tokio_compat {
-            true => Some(crate::tokio_compat::SideRuntime::start()?),
+            true => Some(crate::tokio_compat::SideRuntime::start(
+                config.tokio_compat_workers,
+            )?),
             false => None,
         };
         let shared = Arc::new(Shared {

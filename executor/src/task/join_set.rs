@@ -9,7 +9,8 @@
 //! poll registers the entry waker with async-task.
 
 use super::harness::{contain, drop_payload};
-use super::{AbortHandle, JoinError, JoinHandle};
+use super::{AbortHandle, Id, JoinError, JoinHandle};
+use crate::Handle;
 use futures_task::ArcWake;
 use numa_rt_numa::NodeId;
 use std::collections::VecDeque;
@@ -189,9 +190,36 @@ impl<T> JoinSet<T> {
         std::future::poll_fn(|cx| self.poll_join_next(cx)).await
     }
 
+    /// [`join_next`](Self::join_next) with the finished task's id (a
+    /// [`JoinError`] carries its own: [`JoinError::id`]). Cancel safe.
+    pub async fn join_next_with_id(&mut self) -> Option<Result<(Id, T), JoinError>> {
+        std::future::poll_fn(|cx| self.poll_join_next_with_id(cx)).await
+    }
+
+    /// Removes every task from the set without aborting it: each runs on
+    /// (detached) and its output is dropped when it finishes.
+    pub fn detach_all(&mut self) {
+        // Dropping a `JoinHandle` detaches its task. The entries' wakers
+        // stay registered with their tasks; a late wake-up queues a waker
+        // that no slot holds any more, which `poll_entry` skips.
+        let entries = std::mem::take(&mut self.entries);
+        self.free.clear();
+        self.len = 0;
+        let ready = std::mem::take(&mut self.notify.lock().ready);
+        drop(ready);
+        drop(entries);
+    }
+
     /// Returns a finished task's result if one is ready now, without
     /// waiting: `None` if the set is empty or no task has finished.
     pub fn try_join_next(&mut self) -> Option<Result<T, JoinError>> {
+        self.try_join_next_with_id()
+            .map(|r| r.map(|(_, output)| output))
+    }
+
+    /// [`try_join_next`](Self::try_join_next) with the finished task's id
+    /// (a [`JoinError`] carries its own: [`JoinError::id`]).
+    pub fn try_join_next_with_id(&mut self) -> Option<Result<(Id, T), JoinError>> {
         let mut budget = self.len + 32;
         while budget > 0 && self.len > 0 {
             budget -= 1;
@@ -224,6 +252,16 @@ impl<T> JoinSet<T> {
 
     /// The poll behind [`JoinSet::join_next`]: `Ready(None)` when empty.
     pub fn poll_join_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<T, JoinError>>> {
+        self.poll_join_next_with_id(cx)
+            .map(|r| r.map(|r| r.map(|(_, output)| output)))
+    }
+
+    /// The poll behind [`JoinSet::join_next_with_id`]: `Ready(None)` when
+    /// empty.
+    pub fn poll_join_next_with_id(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<(Id, T), JoinError>>> {
         if self.len == 0 {
             return Poll::Ready(None);
         }
@@ -273,7 +311,7 @@ impl<T> JoinSet<T> {
 
     /// Polls the entry `next` names, if it is still the one in its slot;
     /// removes it from the set when it is done.
-    fn poll_entry(&mut self, next: &Arc<EntryWaker>) -> Poll<Result<T, JoinError>> {
+    fn poll_entry(&mut self, next: &Arc<EntryWaker>) -> Poll<Result<(Id, T), JoinError>> {
         let index = next.index;
         let Some(Some(entry)) = self.entries.get_mut(index) else {
             return Poll::Pending;
@@ -283,6 +321,7 @@ impl<T> JoinSet<T> {
         }
         // Pairs with the wake's swap: see `EntryWaker::queued`.
         next.queued.swap(false, AcqRel);
+        let id = entry.handle.id();
         let waker = futures_task::waker_ref(next);
         match entry.handle.poll_trusted(&waker) {
             Poll::Pending => Poll::Pending,
@@ -290,7 +329,7 @@ impl<T> JoinSet<T> {
                 self.entries[index] = None;
                 self.free.push(index);
                 self.len -= 1;
-                Poll::Ready(r)
+                Poll::Ready(r.map(|output| (id, output)))
             }
         }
     }
@@ -311,18 +350,40 @@ impl<T: 'static> JoinSet<T> {
         self.insert(crate::spawn(future))
     }
 
-    /// Spawns a task that starts on `node` (see
+    /// Spawns a task on the runtime of `handle` (tokio's `spawn_on`) and
+    /// adds it to the set; callable from any thread, inside a runtime or not.
+    #[track_caller]
+    pub fn spawn_on<F>(&mut self, future: F, handle: &Handle) -> AbortHandle
+    where
+        F: Future<Output = T> + Send + 'static,
+        T: Send,
+    {
+        self.insert(handle.spawn(future))
+    }
+
+    /// Spawns a task that starts on NUMA `node` (see
     /// [`numa::spawn_on`](crate::numa::spawn_on)) and adds it to the set.
     ///
     /// # Panics
     /// Outside a runtime, or if `node` is not one of the runtime's nodes.
     #[track_caller]
-    pub fn spawn_on<F>(&mut self, node: impl Into<NodeId>, future: F) -> AbortHandle
+    pub fn spawn_on_node<F>(&mut self, node: impl Into<NodeId>, future: F) -> AbortHandle
     where
         F: Future<Output = T> + Send + 'static,
         T: Send,
     {
         self.insert(crate::numa::spawn_on(node, future))
+    }
+
+    /// Runs a blocking closure on the blocking pool of `handle`'s runtime
+    /// (tokio's `spawn_blocking_on`) and adds it to the set.
+    #[track_caller]
+    pub fn spawn_blocking_on<F>(&mut self, f: F, handle: &Handle) -> AbortHandle
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send,
+    {
+        self.insert(handle.spawn_blocking(f))
     }
 
     /// Spawns a `!Send` task pinned to this thread (see
@@ -351,6 +412,41 @@ impl<T: 'static> JoinSet<T> {
         T: Send,
     {
         self.insert(crate::spawn_blocking(f))
+    }
+}
+
+/// Spawns each future on the current runtime (as [`JoinSet::spawn`]).
+///
+/// # Panics
+/// Outside a numa_rt runtime.
+impl<T, F> Extend<F> for JoinSet<T>
+where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    #[track_caller]
+    fn extend<I: IntoIterator<Item = F>>(&mut self, iter: I) {
+        for future in iter {
+            self.spawn(future);
+        }
+    }
+}
+
+/// Collects futures into a set, spawning each on the current runtime:
+/// `let set: JoinSet<_> = urls.map(fetch).collect();`
+///
+/// # Panics
+/// Outside a numa_rt runtime.
+impl<T, F> FromIterator<F> for JoinSet<T>
+where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    #[track_caller]
+    fn from_iter<I: IntoIterator<Item = F>>(iter: I) -> Self {
+        let mut set = JoinSet::new();
+        set.extend(iter);
+        set
     }
 }
 

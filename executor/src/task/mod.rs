@@ -474,7 +474,7 @@ mod tests {
             lines.push((e.id(), line!() - 1));
             let f = set.spawn_local(pending::<()>());
             lines.push((f.id(), line!() - 1));
-            let i = set.spawn_on(0, pending::<()>());
+            let i = set.spawn_on_node(0, pending::<()>());
             lines.push((i.id(), line!() - 1));
             // Inside the `block_on`: its pinned tasks end with it.
             for (id, line) in lines {

@@ -37,7 +37,7 @@ pub(crate) const WAKER_TARGET: &str = "runtime::waker";
 /// How the task was spawned: the span's `kind` field (tokio's values).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
-    /// `spawn`, `spawn_on`, `JoinSet::spawn`, `JoinSet::spawn_on`.
+    /// `spawn`, `spawn_on`, `JoinSet::spawn`, `JoinSet::spawn_on`, `JoinSet::spawn_on_node`.
     Task,
     /// `spawn_local`, `JoinSet::spawn_local`.
     Local,
