@@ -15,11 +15,17 @@
 //!   target `numa_rt::sysmon` and those as fields instead). A stall is
 //!   seen without any cost to the poll: the P's poll counter has not moved
 //!   since the previous round while the P is inside a task (Go's
-//!   `schedtick` test), so no clock is read per poll. Past the threshold,
-//!   the M thread's CPU-time clock and state decide whether the task is to
-//!   blame: a thread that is runnable but has had almost no CPU since the
-//!   stall passed the threshold (an oversubscribed machine, a container
-//!   throttled by its CPU quota) is not reported (`judge_stall`);
+//!   `schedtick` test), so no clock is read per poll. A stall counts only
+//!   the time the poll held its thread: the wall time (from the second
+//!   round that finds it) less the time the M thread was runnable but
+//!   waiting for a CPU, from the kernel's per-thread `schedstat`. A task that burns CPU
+//!   or sleeps in a system call is reported once that reaches the
+//!   threshold; a poll slow only because its thread was preempted (an
+//!   oversubscribed machine, busy neighbours on its CPU, a container
+//!   throttled by its CPU quota) is not. Where `schedstat` cannot be read,
+//!   a CPU-share rule stands in: runnable and under a fifth of the time on
+//!   a CPU is starvation, which still blames a thread left more than a
+//!   fifth (`judge_stall` has both);
 //! - **prints the schedtrace** every `NUMA_RT_SCHEDTRACE` milliseconds
 //!   (`Builder::schedtrace`): Go's `SCHED` line plus one line per node, and
 //!   with `,detail` one line per P (Go's `scheddetail`);
@@ -65,6 +71,7 @@ use crate::config::{DeadlockMode, DEADLOCK_ENV};
 use crate::metrics::RuntimeMetrics;
 use crate::scheduler::{lifecycle, Shared};
 use crate::task::{TaskDump, TaskInfo, TaskState};
+use numa_rt_numa::sys::SchedStatFile;
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex, Weak};
@@ -87,6 +94,10 @@ const QUOTA_REREAD: Duration = Duration::from_secs(1);
 pub(crate) struct Sysmon {
     shared: Weak<Shared>,
     state: Mutex<State>,
+    /// Whether this kernel keeps `schedstat` (read once, on the building
+    /// thread): where it does not, [`judge_stall`] uses its fallback
+    /// without trying to open a file per stall.
+    schedstat: bool,
 }
 
 #[derive(Default)]
@@ -94,6 +105,9 @@ struct State {
     /// Per P: its poll count when first seen inside the same poll, when,
     /// and whether that stall was reported.
     stalls: Vec<Option<Stall>>,
+    /// Per P: its M's `schedstat`, kept open (see [`judge_stall`]); `None`
+    /// until needed, or where it cannot be read.
+    schedstats: Vec<Option<SchedStatFile>>,
     /// When the next schedtrace is due.
     next_trace: Option<Instant>,
     /// When the CPU quota is re-read next.
@@ -115,18 +129,44 @@ struct Stall {
     polls: u64,
     since: Instant,
     reported: bool,
-    /// Past the stall threshold: when the M thread's CPU time was first
-    /// read, and its value (see [`judge_stall`]).
+    /// The M thread's figures when the stall was seen a second time (see
+    /// [`judge_stall`]).
+    base: BaseRead,
+    /// The fallback's: past the stall threshold, when the M thread's CPU
+    /// time was first read, and its value (see [`judge_stall`]).
     probe: Option<(Instant, Duration)>,
 }
 
-/// The shortest window over which [`judge_stall`] decides whether an M
-/// waited for a CPU: shorter ones are a handful of scheduler ticks.
+/// [`Stall::base`].
+#[derive(Clone, Copy)]
+enum BaseRead {
+    /// Not yet: the stall was seen once.
+    Unread,
+    Read(Base),
+    /// `schedstat` could not be read: the fallback judges this stall.
+    Unavailable,
+}
+
+/// What [`judge_stall`] measures from: when, and the M thread's id,
+/// run-queue wait (`schedstat`) and CPU time then.
+#[derive(Clone, Copy)]
+struct Base {
+    at: Instant,
+    tid: i32,
+    waiting: Duration,
+    cpu: Duration,
+}
+
+/// How soon [`judge_stall`] looks again at a thread it could not judge (it
+/// was waiting for a CPU, whose wait `schedstat` does not show yet), and
+/// the fallback's shortest window: shorter ones are a handful of scheduler
+/// ticks.
 const STARVE_WINDOW: Duration = Duration::from_millis(2);
 
-/// The share of the time since [`judge_stall`]'s first look below which a
-/// runnable M counts as starved of CPU rather than held by its task. A task that spins on a CPU it shares with
-/// one other busy thread runs ~50% of the time: still reported.
+/// The fallback's (no `schedstat`): the share of the time since
+/// [`judge_stall`]'s first look below which a runnable M counts as starved
+/// of CPU rather than held by its task. A task that spins on a CPU it
+/// shares with one other busy thread runs ~50% of the time: still reported.
 const STARVED_RUN_SHARE: f64 = 0.2;
 
 /// What [`judge_stall`] found.
@@ -135,35 +175,115 @@ enum Judged {
     /// The task holds its thread (it runs, or it sleeps in a system call):
     /// report it.
     Task,
-    /// The thread is runnable but has had (almost) no CPU since the first
-    /// look: the machine, or the process's CPU quota, is oversubscribed,
+    /// The poll outlasted the threshold only because its thread waited for
+    /// a CPU: the machine, or the process's CPU quota, is oversubscribed,
     /// and the poll is slow through no fault of the task. Not reported;
-    /// looked at again next round.
-    Starved,
-    /// Not known yet: the first look, or a window too short.
+    /// looked at again after `again` (the soonest the task can have held
+    /// its thread for the threshold).
+    Starved { again: Duration },
+    /// Not known yet: the thread is waiting for a CPU right now, or (the
+    /// fallback) the first look, or a window too short.
     Later,
 }
 
 /// Whether P `p`'s stall past the threshold is its task's doing. The poll
-/// counter cannot tell a task that blocks its thread from a thread the OS
-/// does not run: with more runnable threads than CPUs, or in a container
-/// throttled by its CPU quota (CFS throttles for up to a period, 100 ms by
-/// default), any poll can outlast the threshold, and blaming its task then
-/// sends the task's author after a bug that is not there. Two looks at the
-/// M thread tell: its CPU-time clock since the stall passed the threshold
-/// (the first look), and its state (`R` runnable, `S`/`D` asleep) now. A
-/// task that runs uses the CPU; one that blocks in a system call sleeps; a
-/// thread that is runnable and has used under a fifth of the time since
-/// the first look was waiting for a CPU. The share is taken over the whole
-/// time since the first look, not since the last round: a starved thread
-/// still gets a slice now and then, and a short window that catches one
-/// would blame the task. (The kernel's `schedstat` wait time cannot say
-/// it: it is added up only when the thread gets a CPU again.) Where either
-/// cannot be read the stall is reported, as before.
-fn judge_stall(shared: &Shared, p: usize, s: &mut Stall, now: Instant) -> Judged {
+/// counter cannot tell a task that holds its thread from a thread the OS
+/// does not run: with more runnable threads than CPUs (`wrk` beside the
+/// server, a noisy neighbour), or in a container throttled by its CPU quota
+/// (CFS throttles for up to a period, 100 ms by default), any poll can
+/// outlast the threshold, and blaming its task then sends the task's author
+/// after a bug that is not there.
+///
+/// The measure is the time the poll held its thread: its wall time less
+/// the time the thread was runnable but waiting for a CPU. Linux keeps that
+/// wait per thread, in `/proc/self/task/<tid>/schedstat` (its second field;
+/// a CFS throttle counts in it too): read, with the thread's CPU-time
+/// clock, when the stall is seen the second time (`Stall::base`), and again
+/// at each look past the threshold. The poll is the task's doing once
+/// `wall − wait` since the base reaches the threshold. That covers a task that
+/// burns CPU (it holds its thread while it runs) and one that blocks in a
+/// system call (sleeping counts against the task: it is not waiting for a
+/// CPU), while a poll slowed only by preemption is not blamed however long
+/// it lasts, and one that is both (a task spinning on a shared CPU) is
+/// blamed once its own part reaches the threshold.
+///
+/// The kernel adds a wait up only when it ends, as the thread gets a CPU:
+/// for a thread waiting right now (`SchedLook::settled` false: runnable,
+/// and its CPU clock not ahead of the scheduler's figure) the wait in
+/// progress is missing, and `wall − wait` would blame the task for it.
+/// Such a look counts only the CPU time since the base, a lower bound of
+/// the time held (its sleeps cannot be told from the wait in progress).
+/// It cannot just wait for a settled look: this thread waking on the M's
+/// CPU preempts the M, so every look can find it waiting (seen: a task
+/// spinning beside a busy thread was never reported).
+///
+/// The base is read at the second sighting, not the first, so that only a
+/// poll that outlasts a whole round costs reads: under load the monitor
+/// can go round every 20 µs while every P is inside some short poll. The
+/// time before the base counts as not held, so a real stall is reported up
+/// to one round (at most 10 ms) later than its wall time alone would say,
+/// never earlier; so does a wait in progress at the base, which is counted
+/// whole when it ends.
+///
+/// Cost: one `pread` of an open file and one clock read (~3 µs) per poll
+/// that outlasts a round (no path lookup; the file is reopened when the
+/// P's M changes), three or four reads per look past the threshold, none
+/// per poll.
+///
+/// Where `schedstat` cannot be read (a kernel without `CONFIG_SCHED_INFO`,
+/// or one that prints `0 0 0`), the fallback is a CPU-share rule: the M
+/// thread's CPU-time clock at the first look past the threshold and at each
+/// later one, and its state (`R` runnable, `S`/`D` asleep). A thread that
+/// is runnable and has used under a fifth of the time since the first look
+/// was waiting for a CPU; anything else is reported. The share is taken
+/// over the whole time since the first look, not since the last round: a
+/// starved thread still gets a slice now and then, and a short window that
+/// catches one would blame the task. It blames a poll preempted by busy
+/// threads that leave it more than a fifth of its CPU (seen in a 120 s soak
+/// at 16 P's with `wrk` on the same CPUs), which `schedstat` does not.
+/// Where neither can be read the stall is reported.
+fn judge_stall(
+    shared: &Shared,
+    p: usize,
+    s: &mut Stall,
+    schedstats: &mut [Option<SchedStatFile>],
+    threshold: Duration,
+    now: Instant,
+) -> Judged {
     let Some(m) = shared.procs[p].holder() else {
         return Judged::Task;
     };
+    if let BaseRead::Read(base) = s.base {
+        let file = &mut schedstats[p];
+        // (Another M than the base's, or no file: the fallback.)
+        match file
+            .as_ref()
+            .filter(|f| f.tid() == base.tid && base.tid == m.tid)
+            .map(|f| f.look())
+        {
+            Some(Ok(look)) => {
+                let held = if look.settled {
+                    // The wall time now, after the reads: every wait that
+                    // ended before them is in `look.stat`.
+                    let wall = Instant::now().saturating_duration_since(base.at);
+                    wall.saturating_sub(look.stat.waiting.saturating_sub(base.waiting))
+                } else {
+                    look.cpu_time.saturating_sub(base.cpu)
+                };
+                return match threshold.checked_sub(held) {
+                    Some(left) if !left.is_zero() && look.settled => Judged::Starved {
+                        again: left.max(STARVE_WINDOW),
+                    },
+                    Some(left) if !left.is_zero() => Judged::Later,
+                    _ => Judged::Task,
+                };
+            }
+            // The thread is gone, or the file unreadable: the fallback.
+            Some(Err(_)) => *file = None,
+            None => {}
+        }
+        s.base = BaseRead::Unavailable;
+    }
     let Ok(cpu) = numa_rt_numa::sys::thread_cpu_time(m.tid) else {
         return Judged::Task;
     };
@@ -178,17 +298,51 @@ fn judge_stall(shared: &Shared, p: usize, s: &mut Stall, now: Instant) -> Judged
     let ran = cpu.saturating_sub(before).as_secs_f64();
     let runnable = numa_rt_numa::sys::thread_state(m.tid).is_ok_and(|c| c == 'R');
     if runnable && ran < STARVED_RUN_SHARE * window.as_secs_f64() {
-        Judged::Starved
+        Judged::Starved {
+            again: STARVE_WINDOW,
+        }
     } else {
         Judged::Task
     }
 }
 
+/// [`Stall::base`] for P `p`, whose stall is seen the second time now:
+/// its M's thread id, `schedstat` wait and CPU time, through the P's open
+/// file (opened for a new M). `None` where there is no M or they cannot be
+/// read: that stall is judged by the fallback.
+fn stall_base(
+    shared: &Shared,
+    p: usize,
+    schedstats: &mut [Option<SchedStatFile>],
+    now: Instant,
+) -> Option<Base> {
+    let m = shared.procs[p].holder()?;
+    let file = &mut schedstats[p];
+    if file.as_ref().is_none_or(|f| f.tid() != m.tid) {
+        *file = SchedStatFile::open(m.tid).ok();
+    }
+    let read = file.as_ref()?.read().and_then(|stat| {
+        let cpu = numa_rt_numa::sys::thread_cpu_time(m.tid)?;
+        Ok(Base {
+            at: now,
+            tid: m.tid,
+            waiting: stat.waiting,
+            cpu,
+        })
+    });
+    if read.is_err() {
+        *file = None;
+    }
+    read.ok()
+}
+
 impl Sysmon {
     pub(crate) fn new(shared: Weak<Shared>) -> Sysmon {
+        let tid = numa_rt_numa::sys::gettid();
         Sysmon {
             shared,
             state: Mutex::new(State::default()),
+            schedstat: SchedStatFile::open(tid).is_ok(),
         }
     }
 }
@@ -228,7 +382,7 @@ impl numa_rt_reactor::SysmonHook for Sysmon {
         let cfg = &shared.config;
         if cfg.stall_threshold.is_some() || cfg.retake_threshold.is_some() {
             if !idle {
-                if let Some(d) = check_stalls(&shared, &mut st, now) {
+                if let Some(d) = check_stalls(&shared, &mut st, self.schedstat, now) {
                     bound(d);
                 }
             } else {
@@ -309,11 +463,19 @@ impl numa_rt_reactor::SysmonHook for Sysmon {
 /// threshold, and past the retake threshold hands their core to another M
 /// if they have other work. Returns how soon the next round is wanted: a
 /// retake may be due, or a stall's judgement (`judge_stall`) waits on it.
-fn check_stalls(shared: &Arc<Shared>, st: &mut State, now: Instant) -> Option<Duration> {
+/// `schedstat`: whether the kernel keeps it (`judge_stall`).
+fn check_stalls(
+    shared: &Arc<Shared>,
+    st: &mut State,
+    schedstat: bool,
+    now: Instant,
+) -> Option<Duration> {
     let cfg = &shared.config;
     let retake = cfg.retake_threshold.filter(|_| !st.retake_failed);
     let mut due: Option<Duration> = None;
+    let mut soon = |d: Duration| due = Some(due.map_or(d, |x| x.min(d)));
     st.stalls.resize(shared.procs.len(), None);
+    st.schedstats.resize_with(shared.procs.len(), || None);
     for (i, p) in shared.procs.iter().enumerate() {
         // Relaxed: both are hints read between rounds (see module docs);
         // a stale value delays a report by one round. A retake checks
@@ -323,25 +485,31 @@ fn check_stalls(shared: &Arc<Shared>, st: &mut State, now: Instant) -> Option<Du
         let slot = &mut st.stalls[i];
         match slot {
             Some(s) if in_task && s.polls == polls => {
+                if matches!(s.base, BaseRead::Unread) {
+                    // A poll that outlasted a round: the wait and CPU time
+                    // so far of a thread that may be stalling.
+                    s.base = match stall_base(shared, i, &mut st.schedstats, now) {
+                        Some(b) => BaseRead::Read(b),
+                        None => BaseRead::Unavailable,
+                    };
+                }
                 let ran = now.saturating_duration_since(s.since);
                 if let Some(threshold) = cfg.stall_threshold {
                     if !s.reported && ran >= threshold {
-                        match judge_stall(shared, i, s, now) {
+                        match judge_stall(shared, i, s, &mut st.schedstats, threshold, now) {
                             Judged::Task => {
                                 s.reported = true;
                                 report_stall(shared, i, ran);
                             }
-                            // Look again soon: the report waits on it.
-                            Judged::Later | Judged::Starved => {
-                                due = Some(due.map_or(STARVE_WINDOW, |d| d.min(STARVE_WINDOW)));
-                            }
+                            // Look again: the report waits on it.
+                            Judged::Later => soon(STARVE_WINDOW),
+                            Judged::Starved { again } => soon(again),
                         }
                     }
                 }
                 let Some(threshold) = retake else { continue };
                 if ran < threshold {
-                    let left = threshold - ran;
-                    due = Some(due.map_or(left, |d| d.min(left)));
+                    soon(threshold - ran);
                 } else if has_other_work(shared, i, now) {
                     match retake_p(shared, i, polls) {
                         Ok(true) => *slot = None,
@@ -360,6 +528,11 @@ fn check_stalls(shared: &Arc<Shared>, st: &mut State, now: Instant) -> Option<Du
                     polls,
                     since: now,
                     reported: false,
+                    base: if schedstat && cfg.stall_threshold.is_some() {
+                        BaseRead::Unread
+                    } else {
+                        BaseRead::Unavailable
+                    },
                     probe: None,
                 })
             }

@@ -27,6 +27,16 @@ fn child(name: &str, env: &[(&str, &str)]) -> (bool, String) {
     )
 }
 
+/// Held by the tests whose children pin threads to the first CPU of the
+/// mask: run together, each would skew the others' CPU shares.
+static ONE_CPU: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Takes [`ONE_CPU`] (a test that failed while holding it poisons it; the
+/// others go on).
+fn one_cpu() -> std::sync::MutexGuard<'static, ()> {
+    ONE_CPU.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn is_child(name: &str) -> bool {
     std::env::var(CHILD).as_deref() == Ok(name)
 }
@@ -331,22 +341,158 @@ fn a_poll_starved_of_cpu_is_not_reported_as_blocking() {
         eprintln!("starved poll: {} ms", wall.as_millis());
         return;
     }
-    let (ok, err) = child(NAME, &[]);
-    assert!(ok, "child failed:\n{err}");
-    let wall: u64 = err
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("starved poll: ")?
-                .strip_suffix(" ms")?
-                .parse()
-                .ok()
+    // The scenario must really starve the poll well past the 20 ms
+    // threshold (else this test would check nothing). It usually takes
+    // 2-6 s, but the SCHED_IDLE thread sometimes gets far more than its
+    // weight (seen on a busy 2-CPU machine: 93 and 98 ms, and once 36 ms
+    // three times in a row): twice the threshold will do.
+    pinned_child(NAME, &[], "starved poll", 40, |err| {
+        assert!(
+            !err.contains("without yielding"),
+            "a starved poll was blamed on its task:\n{err}"
+        );
+    });
+}
+
+/// Runs the child test `name` with `env` (one at a time: [`ONE_CPU`])
+/// until the poll it prints as `<label>: <ms> ms` lasts at least
+/// `at_least_ms`, three times at most: the kernel does not always share
+/// the CPU as the scenario asks. `check` judges every attempt's stderr.
+fn pinned_child(
+    name: &str,
+    env: &[(&str, &str)],
+    label: &str,
+    at_least_ms: u64,
+    check: impl Fn(&str),
+) {
+    let prefix = format!("{label}: ");
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let (ok, err) = {
+            let _cpu = one_cpu();
+            child(name, env)
+        };
+        assert!(ok, "child failed:\n{err}");
+        let wall: u64 = err
+            .lines()
+            .find_map(|l| l.strip_prefix(&prefix)?.strip_suffix(" ms")?.parse().ok())
+            .unwrap_or_else(|| panic!("no duration in:\n{err}"));
+        check(&err);
+        if wall >= at_least_ms {
+            return;
+        }
+        assert!(
+            attempts < 3,
+            "{label} lasted {wall} ms, under {at_least_ms} ms, in {attempts} attempts: \
+             the scenario did not happen:\n{err}"
+        );
+    }
+}
+
+/// A task that spins until it has used `TASK_CPU_MS` of CPU, on a
+/// one-P runtime (stall threshold `STALL_MS`, retake off) whose M shares
+/// its CPU with `HOGS` normal threads that spin there: the M is preempted
+/// mid-poll and gets about 1 / (HOGS + 1) of the CPU. Prints the poll's
+/// wall time.
+fn shared_cpu_child() {
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    use std::sync::Arc;
+    let var = |k: &str| -> u64 { std::env::var(k).unwrap().parse().unwrap() };
+    let (hogs, task_cpu, stall) = (var("HOGS"), var("TASK_CPU_MS"), var("STALL_MS"));
+    let cpu = numa_rt_numa::sys::thread_affinity()
+        .expect("the affinity mask")
+        .first()
+        .expect("a CPU");
+    let one: numa_rt_numa::CpuSet = [cpu].into_iter().collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (pinned_tx, pinned_rx) = std::sync::mpsc::channel();
+    let hogs: Vec<_> = (0..hogs)
+        .map(|_| {
+            let (stop, one, pinned) = (stop.clone(), one.clone(), pinned_tx.clone());
+            std::thread::spawn(move || {
+                numa_rt_numa::sys::set_thread_affinity(&one).expect("pin the hog");
+                pinned.send(()).unwrap();
+                while !stop.load(Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
         })
-        .unwrap_or_else(|| panic!("no duration in:\n{err}"));
-    // The scenario must really starve the poll well past the threshold
-    // (else this test would check nothing).
-    assert!(wall >= 200, "the poll was not starved ({wall} ms):\n{err}");
-    assert!(
-        !err.contains("without yielding"),
-        "a starved poll was blamed on its task:\n{err}"
-    );
+        .collect();
+    for _ in &hogs {
+        pinned_rx.recv().unwrap();
+    }
+    let rt = Builder::new()
+        .max_procs(1)
+        .stall_threshold(Some(Duration::from_millis(stall)))
+        .retake_threshold(None)
+        .on_thread_start(move || {
+            numa_rt_numa::sys::set_thread_affinity(&one).expect("pin the M");
+        })
+        .build()
+        .unwrap();
+    let wall = rt.block_on(async move {
+        spawn(async move {
+            let t0 = std::time::Instant::now();
+            let tid = numa_rt_numa::sys::gettid();
+            let cpu = || numa_rt_numa::sys::thread_cpu_time(tid).expect("own CPU clock");
+            let cpu0 = cpu();
+            // Short bursts of CPU, each ended by a look at the clock; the
+            // hogs preempt the thread between (and inside) them.
+            while cpu() - cpu0 < Duration::from_millis(task_cpu) {
+                for _ in 0..100 {
+                    std::hint::spin_loop();
+                }
+            }
+            t0.elapsed()
+        })
+        .await
+        .unwrap()
+    });
+    stop.store(true, Relaxed);
+    for h in hogs {
+        h.join().unwrap();
+    }
+    eprintln!("shared poll: {} ms", wall.as_millis());
+}
+
+/// The soak's case: an M preempted mid-poll by busy threads on its CPU,
+/// getting about a third of it (two normal threads spin there), with more
+/// than the fifth the CPU-share rule took for starvation. The task needs
+/// 40 ms of CPU, under the 60 ms threshold; its poll lasts ~120 ms or
+/// more. The time it held its thread (wall time less the time runnable but
+/// waiting for a CPU, from `schedstat`) stays under the threshold: not
+/// reported. Checked to fail (one "without yielding" report) with the
+/// CPU-share rule alone.
+#[test]
+fn a_poll_preempted_by_busy_threads_on_its_cpu_is_not_reported() {
+    const NAME: &str = "a_poll_preempted_by_busy_threads_on_its_cpu_is_not_reported";
+    if is_child(NAME) {
+        return shared_cpu_child();
+    }
+    // The poll must really outlast the threshold by far (else this test
+    // checks nothing): at a third of the CPU it takes ~120 ms.
+    let env = [("HOGS", "2"), ("TASK_CPU_MS", "40"), ("STALL_MS", "60")];
+    pinned_child(NAME, &env, "shared poll", 90, |err| {
+        assert!(
+            !err.contains("without yielding"),
+            "a preempted poll was blamed on its task:\n{err}"
+        );
+    });
+}
+
+/// The other side: a task that spins for 150 ms of CPU on a CPU shared
+/// with one busy thread holds its thread for far more than the 60 ms
+/// threshold, though it waits for the CPU half the time: reported, once.
+#[test]
+fn a_poll_that_spins_on_a_shared_cpu_is_reported() {
+    const NAME: &str = "a_poll_that_spins_on_a_shared_cpu_is_reported";
+    if is_child(NAME) {
+        return shared_cpu_child();
+    }
+    let env = [("HOGS", "1"), ("TASK_CPU_MS", "150"), ("STALL_MS", "60")];
+    pinned_child(NAME, &env, "shared poll", 150, |err| {
+        let reports = err.matches("without yielding").count();
+        assert_eq!(reports, 1, "one report per task and stall:\n{err}");
+    });
 }

@@ -1,4 +1,6 @@
-//! The operating system interface: CPU affinity, memory policy and CPU quota.
+//! The operating system interface: CPU affinity, memory policy, CPU quota,
+//! and what the scheduler says about a thread (its CPU-time clock, its state,
+//! its `schedstat`).
 //!
 //! Every system call of the crate lives here, behind a small safe API; the
 //! rest of the crate (and the executor) never writes `unsafe`. The calls come
@@ -443,6 +445,126 @@ pub fn thread_state(tid: i32) -> io::Result<char> {
     })
 }
 
+/// One reading of a thread's scheduler statistics,
+/// `/proc/self/task/<tid>/schedstat` (kernels built with `CONFIG_SCHED_INFO`;
+/// the `kernel.sched_schedstats` switch is not needed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SchedStat {
+    /// CPU time used, as of the scheduler's last update of it: while the
+    /// thread runs it lags [`thread_cpu_time`], which adds the time since.
+    pub on_cpu: std::time::Duration,
+    /// Time spent runnable on a run queue waiting for a CPU (a CFS quota
+    /// throttle included). The kernel adds a wait when it ends, as the
+    /// thread gets a CPU: a wait in progress is not in it yet (see
+    /// [`SchedStatFile::look`]).
+    pub waiting: std::time::Duration,
+    /// How many times the thread got a CPU.
+    pub slices: u64,
+}
+
+/// Thread `tid`'s `/proc/self/task/<tid>/schedstat`, kept open: each
+/// [`read`](SchedStatFile::read) is one `pread` at offset 0 (the kernel
+/// writes the file afresh for a read from the start), with no path lookup.
+/// The open file stays with the thread it was opened for: once that thread
+/// is gone reads fail (`ESRCH`), even if its id is reused.
+#[derive(Debug)]
+pub struct SchedStatFile {
+    tid: i32,
+    file: std::fs::File,
+}
+
+impl SchedStatFile {
+    /// Opens thread `tid`'s schedstat and reads it once: fails
+    /// (`Unsupported`) where the kernel does not keep the statistics (the
+    /// file is missing, or reads `0 0 0`), or when the thread is gone.
+    pub fn open(tid: i32) -> io::Result<SchedStatFile> {
+        let file = std::fs::File::open(format!("/proc/self/task/{tid}/schedstat"))?;
+        let f = SchedStatFile { tid, file };
+        f.read()?;
+        Ok(f)
+    }
+
+    /// The thread this file describes.
+    pub fn tid(&self) -> i32 {
+        self.tid
+    }
+
+    /// Reads the statistics now.
+    pub fn read(&self) -> io::Result<SchedStat> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = [0u8; 96];
+        let n = self.file.read_at(&mut buf, 0)?;
+        let text = std::str::from_utf8(&buf[..n]).unwrap_or("");
+        parse_schedstat(text).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!(
+                    "/proc/self/task/{}/schedstat: no scheduler statistics in {text:?}",
+                    self.tid
+                ),
+            )
+        })
+    }
+
+    /// Reads the statistics and says whether they are settled: read at a
+    /// moment when no wait for a CPU was in progress, so that
+    /// [`SchedStat::waiting`] is complete. Not settled when the thread may
+    /// be waiting for a CPU right now (runnable and not on one), the one
+    /// case where the wait it is in is missing; its CPU-time clock is exact
+    /// either way.
+    ///
+    /// How: a first read, then the thread's CPU-time clock. The clock adds
+    /// the time since the scheduler's last update only for a thread on a
+    /// CPU, so a clock ahead of `on_cpu` means the thread ran at some moment
+    /// after the first read; otherwise its state (`/proc/.../stat`) must
+    /// say asleep (`S`, `D`, ...): a sleeping thread waits for no CPU. A
+    /// second read then has every wait that ended before that moment; one
+    /// begun after it is at most the microseconds these reads took.
+    pub fn look(&self) -> io::Result<SchedLook> {
+        let first = self.read()?;
+        let cpu_time = thread_cpu_time(self.tid)?;
+        if cpu_time <= first.on_cpu && thread_state(self.tid)? == 'R' {
+            return Ok(SchedLook {
+                stat: first,
+                cpu_time,
+                settled: false,
+            });
+        }
+        Ok(SchedLook {
+            stat: self.read()?,
+            cpu_time,
+            settled: true,
+        })
+    }
+}
+
+/// What [`SchedStatFile::look`] saw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SchedLook {
+    /// The statistics: `waiting` is complete when `settled`.
+    pub stat: SchedStat,
+    /// The thread's CPU-time clock ([`thread_cpu_time`]), read between.
+    pub cpu_time: std::time::Duration,
+    /// No wait for a CPU was in progress (the thread ran, or slept).
+    pub settled: bool,
+}
+
+/// `<on-CPU ns> <run-queue wait ns> <slices>`; `None` for anything else,
+/// and for `0 0 0`, what kernels print when they keep no statistics (a
+/// thread that is asked about has run, so its CPU time is not zero).
+fn parse_schedstat(text: &str) -> Option<SchedStat> {
+    let mut fields = text.split_ascii_whitespace().map(|f| f.parse::<u64>().ok());
+    let (on_cpu, waiting, slices) = (fields.next()??, fields.next()??, fields.next()??);
+    if on_cpu == 0 && waiting == 0 && slices == 0 {
+        return None;
+    }
+    Some(SchedStat {
+        on_cpu: std::time::Duration::from_nanos(on_cpu),
+        waiting: std::time::Duration::from_nanos(waiting),
+        slices,
+    })
+}
+
 /// The state follows the command name, which is in parentheses and may
 /// itself hold spaces and parentheses: the last `)` ends it.
 fn parse_state(stat: &str) -> Option<char> {
@@ -508,6 +630,67 @@ mod tests {
         let gone = std::thread::spawn(gettid).join().unwrap();
         assert!(thread_cpu_time(gone).is_err());
         assert!(thread_state(gone).is_err());
+    }
+
+    #[test]
+    fn schedstat_of_this_thread_and_a_sleeping_one() {
+        assert_eq!(
+            parse_schedstat("82714 3113664 2\n"),
+            Some(SchedStat {
+                on_cpu: std::time::Duration::from_nanos(82714),
+                waiting: std::time::Duration::from_nanos(3113664),
+                slices: 2,
+            })
+        );
+        assert_eq!(parse_schedstat("0 0 0\n"), None, "statistics off");
+        assert_eq!(parse_schedstat("12 x 3"), None);
+        assert_eq!(parse_schedstat(""), None);
+        let f = match SchedStatFile::open(gettid()) {
+            Ok(f) => f,
+            // A kernel without CONFIG_SCHED_INFO: nothing more to check.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return,
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => return,
+            Err(e) => panic!("schedstat: {e}"),
+        };
+        assert_eq!(f.tid(), gettid());
+        let a = f.read().unwrap();
+        // (`on_cpu` may still be 0 for a new thread: no update yet.)
+        assert!(a.slices > 0, "{a:?}");
+        // This thread is on a CPU while it asks: settled.
+        let look = f.look().unwrap();
+        assert!(look.settled, "a running thread is settled: {look:?}");
+        let b = look.stat;
+        assert!(
+            b.on_cpu >= a.on_cpu && b.waiting >= a.waiting,
+            "{a:?} {b:?}"
+        );
+        assert!(look.cpu_time >= b.on_cpu, "{look:?}");
+        // A thread asleep on a channel: settled too (bounded wait for its
+        // state to read `S`).
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let sleeper = std::thread::spawn(move || {
+            tx.send(gettid()).unwrap();
+            let _ = done_rx.recv();
+        });
+        let tid = rx.recv().unwrap();
+        let f = SchedStatFile::open(tid).unwrap();
+        let mut settled = false;
+        for _ in 0..10_000 {
+            if thread_state(tid).unwrap() == 'S' {
+                settled = f.look().unwrap().settled;
+                if settled {
+                    break;
+                }
+            }
+            std::thread::yield_now();
+        }
+        assert!(settled, "a sleeping thread is settled");
+        done_tx.send(()).unwrap();
+        sleeper.join().unwrap();
+        // Gone: an error, never another thread's statistics.
+        assert!(f.read().is_err());
+        assert!(f.look().is_err());
     }
 
     #[test]
