@@ -38,7 +38,7 @@ use inject::Inject;
 use machine::Machine;
 use numa_rt_numa::Topology;
 use numa_rt_reactor::Reactor;
-use processor::{Core, Processor};
+use processor::{Core, Look, Processor};
 use std::future::Future;
 use std::ops::Range;
 use std::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering::*};
@@ -565,17 +565,27 @@ impl Shared {
             // look everywhere they may take from.
             return false;
         }
-        let busy_ring = |n: &Node| {
-            self.procs[n.procs.clone()]
-                .iter()
-                .any(|q| q.index != me && q.has_stealable_work())
-        };
-        self.nodes.iter().enumerate().any(|(k, n)| {
-            if k == p.node {
-                busy_ring(n)
-            } else {
-                self.saturated(k) && (!n.inject.is_empty() || busy_ring(n))
+        // What `Worker::steal` may take, in its order: this node's rings, and
+        // only if none of them holds even kept work, saturated nodes' queues.
+        let look = |n: &Node| {
+            let mut seen = Look::Nothing;
+            for q in &self.procs[n.procs.clone()] {
+                match q.steal_look() {
+                    _ if q.index == me => {}
+                    Look::Stealable => return Look::Stealable,
+                    Look::Kept => seen = Look::Kept,
+                    Look::Nothing => {}
+                }
             }
+            seen
+        };
+        match look(&self.nodes[p.node]) {
+            Look::Stealable => return true,
+            Look::Kept => return false,
+            Look::Nothing => {}
+        }
+        self.nodes.iter().enumerate().any(|(k, n)| {
+            k != p.node && self.saturated(k) && (!n.inject.is_empty() || look(n) == Look::Stealable)
         })
     }
 

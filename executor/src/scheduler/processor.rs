@@ -17,6 +17,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+/// What [`Processor::steal_look`] saw.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Look {
+    Nothing,
+    /// Queued tasks its own M reaches soon (`keep_for_owner`).
+    Kept,
+    Stealable,
+}
+
 pub(crate) struct Processor {
     pub(crate) index: usize,
     pub(crate) node: usize,
@@ -146,16 +155,23 @@ impl Processor {
         (STEAL_BACKLOG_NS / per).min(u64::from(u32::MAX)) as u32
     }
 
-    /// Whether a thief may take anything from this P now: a ring worth
-    /// stealing, or an empty ring with a task in `runnext` (taken on the last
-    /// steal pass only, after Go's grace).
+    /// What a thief may take from this P now: a ring worth stealing, or an
+    /// empty ring with a task in `runnext` (taken on the last steal pass
+    /// only, after Go's grace), is [`Look::Stealable`]; a ring whose tasks
+    /// its own M reaches soon is [`Look::Kept`].
     #[inline]
-    pub(crate) fn has_stealable_work(&self) -> bool {
+    pub(crate) fn steal_look(&self) -> Look {
         let len = self.steal.len();
         if len == 0 {
-            !self.steal.is_empty()
+            if self.steal.is_empty() {
+                Look::Nothing
+            } else {
+                Look::Stealable
+            }
+        } else if len > self.keep_for_owner() as usize {
+            Look::Stealable
         } else {
-            len > self.keep_for_owner() as usize
+            Look::Kept
         }
     }
 

@@ -74,6 +74,13 @@ enum Pass {
     Nothing,
 }
 
+/// What [`Worker::steal_passes`] found when it took nothing.
+struct Empty {
+    /// Some victim kept tasks for its own M: the node is not out of work,
+    /// only out of work worth moving (see [`Worker::steal`]).
+    kept: bool,
+}
+
 /// What a retired P's M does next (`Worker::retired_round`).
 enum Retired {
     /// The quota grew back (or shutdown): the P works again.
@@ -471,10 +478,19 @@ impl Worker {
         let shared = &*self.shared;
         let node = &shared.nodes[core.node];
         let m = &shared.procs[core.index].metrics;
-        if let Some((t, n)) = self.steal_passes(core, node.procs.clone()) {
-            m.steals.add(n as u64);
-            m.local_steals.incr();
-            return Some(t);
+        match self.steal_passes(core, node.procs.clone()) {
+            Ok((t, n)) => {
+                m.steals.add(n as u64);
+                m.local_steals.incr();
+                return Some(t);
+            }
+            // This node still has work its own M's reach soon: it is not out
+            // of work, and a steal across nodes moves a task further than the
+            // local steal that the keep rule just refused. Issue 4's order
+            // ("a P of another node takes it only when the thief's own node has
+            // nothing to run") holds for kept work as for stealable work.
+            Err(Empty { kept: true }) => return None,
+            Err(Empty { kept: false }) => {}
         }
         if node.remote_order.is_empty() {
             return None;
@@ -497,7 +513,7 @@ impl Worker {
             if !shared.saturated(rn) {
                 continue;
             }
-            if let Some((t, n)) = self.steal_passes(core, shared.nodes[rn].procs.clone()) {
+            if let Ok((t, n)) = self.steal_passes(core, shared.nodes[rn].procs.clone()) {
                 m.steals.add(n as u64);
                 m.remote_steals.incr();
                 return Some(t);
@@ -518,21 +534,30 @@ impl Worker {
         &self,
         core: &mut Core,
         victims: std::ops::Range<usize>,
-    ) -> Option<(Runnable, usize)> {
+    ) -> Result<(Runnable, usize), Empty> {
         let mut pass = 0;
+        let mut kept = false;
         while pass < STEAL_PASSES {
             let last = pass + 1 == STEAL_PASSES;
-            match self.steal_pass(core, victims.clone(), last) {
-                Pass::Found(t, n) => return Some((t, n)),
-                Pass::Nothing => return None,
+            match self.steal_pass(core, victims.clone(), last, &mut kept) {
+                Pass::Found(t, n) => return Ok((t, n)),
+                Pass::Nothing => break,
                 Pass::OnlyRunnext if !last => pass = STEAL_PASSES - 1,
                 Pass::OnlyRunnext | Pass::Missed => pass += 1,
             }
         }
-        None
+        Err(Empty { kept })
     }
 
-    fn steal_pass(&self, core: &mut Core, victims: std::ops::Range<usize>, last: bool) -> Pass {
+    /// One pass; sets `kept` when a victim's ring held only tasks its own M
+    /// reaches soon.
+    fn steal_pass(
+        &self,
+        core: &mut Core,
+        victims: std::ops::Range<usize>,
+        last: bool,
+        kept: &mut bool,
+    ) -> Pass {
         let n = victims.len();
         if n == 0 {
             return Pass::Nothing;
@@ -561,6 +586,7 @@ impl Worker {
             } else {
                 let keep = victim.keep_for_owner();
                 if len <= keep as usize {
+                    *kept = true;
                     continue;
                 }
                 rings = true;
