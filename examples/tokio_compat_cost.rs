@@ -21,7 +21,6 @@
 
 use std::time::{Duration, Instant};
 
-use futures::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 fn main() {

@@ -45,6 +45,45 @@ pub use numa_rt_executor::{
 };
 pub use numa_rt_macros::{main, test};
 
+/// tokio's `select!`: waits on several branches at once, runs the first to
+/// complete and drops the others (branches are polled in random order
+/// unless `biased;`). tokio's own macro, re-exported: it needs no tokio
+/// runtime. Everything tokio documents for it holds, including its
+/// cancellation-safety notes.
+///
+/// ```
+/// # #[numa_rt::main(max_procs = 1)]
+/// # async fn main() {
+/// use numa_rt::time::{sleep, Duration};
+/// let (tx, mut rx) = numa_rt::sync::mpsc::channel::<u32>(1);
+/// numa_rt::spawn(async move { tx.send(7).await.unwrap() });
+/// let got = numa_rt::select! {
+///     Some(v) = rx.recv() => v,
+///     _ = sleep(Duration::from_secs(60)) => 0,
+/// };
+/// assert_eq!(got, 7);
+/// # }
+/// ```
+pub use tokio::select;
+
+/// tokio's `join!` (runs the futures concurrently in the calling task and
+/// returns all their outputs) and `try_join!` (returns early with the
+/// first `Err`), re-exported.
+///
+/// ```
+/// # #[numa_rt::main(max_procs = 1)]
+/// # async fn main() {
+/// let (a, b) = numa_rt::join!(async { 1 }, async { "two" });
+/// assert_eq!((a, b), (1, "two"));
+/// let r: Result<(u8, u8), &str> = numa_rt::try_join!(async { Ok(1) }, async { Err("no") });
+/// assert_eq!(r, Err("no"));
+/// # }
+/// ```
+pub use tokio::{join, try_join};
+
+/// tokio's `pin!`: pins a future (or several) to the stack.
+pub use tokio::pin;
+
 /// `#[numa_rt::main(tokio_compat)]` / `#[numa_rt::test(tokio_compat)]`:
 /// switches the side tokio runtime on (`Builder::enable_tokio_compat`).
 #[doc(hidden)]
@@ -102,7 +141,7 @@ pub mod task {
         id, try_id, yield_now, AbortHandle, Id, JoinError, JoinHandle, JoinSet, TaskDump, TaskInfo,
         TaskState,
     };
-    pub use numa_rt_executor::{spawn, spawn_blocking, spawn_local};
+    pub use numa_rt_executor::{block_in_place, spawn, spawn_blocking, spawn_local};
 }
 
 /// Runtime metrics (per processor, per node, runtime-wide).
@@ -180,14 +219,9 @@ pub mod signal {
     pub use numa_rt_reactor::signal::*;
 }
 
-/// Readiness for any file descriptor ([`AsyncFd`](io::AsyncFd)) and the
-/// readiness vocabulary shared with the sockets ([`Interest`](io::Interest),
-/// [`Ready`](io::Ready)).
-pub mod io {
-    pub use numa_rt_reactor::net::{
-        AsyncFd, AsyncFdReadyGuard, AsyncFdReadyMutGuard, Interest, Ready, TryIoError,
-    };
-}
+pub mod io;
+pub mod runtime;
+pub mod sync;
 
 /// The cooperative budget (128 operations per task poll).
 pub mod coop {

@@ -159,11 +159,11 @@ async fn half_close() {
             let mut buf = [0u8; 8];
             assert_eq!(s.read(&mut buf).await.unwrap(), 0, "EOF is sticky");
             s.write_all(b"reply after your FIN").await.unwrap();
-            s.shutdown(Shutdown::Write).unwrap();
+            s.shutdown_std(Shutdown::Write).unwrap();
         });
         let mut c = TcpStream::connect(addr).await.unwrap();
         c.write_all(b"request").await.unwrap();
-        c.shutdown(Shutdown::Write).unwrap();
+        c.shutdown_std(Shutdown::Write).unwrap();
         let mut back = Vec::new();
         c.read_to_end(&mut back).await.unwrap();
         assert_eq!(back, b"reply after your FIN");

@@ -76,7 +76,6 @@ fn tokio_time_and_net_work_in_a_worker_task() {
 fn tokio_net_talks_to_a_numa_rt_listener() {
     let rt = compat_rt(2);
     rt.block_on(async {
-        use futures::io::{AsyncReadExt as _, AsyncWriteExt as _};
         let listener = numa_rt::net::TcpListener::bind("127.0.0.1:0")
             .await
             .unwrap();

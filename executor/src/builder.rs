@@ -97,6 +97,55 @@ impl Builder {
         self
     }
 
+    /// tokio's name for [`Builder::new`]: every numa_rt runtime is the
+    /// multi-thread kind (`max_procs` P's, by default one per CPU).
+    pub fn new_multi_thread() -> Builder {
+        Builder::new()
+    }
+
+    /// tokio's current-thread runtime, as near as numa_rt comes: one P
+    /// (`max_procs(1)`), so tasks never run in parallel with each other.
+    /// Unlike tokio's, the tasks run on the P's own thread, not on the
+    /// thread in [`Runtime::block_on`](crate::Runtime::block_on) (which
+    /// polls only the future given to it); for the body to run as a task
+    /// on the P, serialised with the tasks it spawns, use
+    /// [`Runtime::run_on_worker`](crate::Runtime::run_on_worker) (what
+    /// `#[numa_rt::test]` does). `max_procs` given later overrides the 1.
+    pub fn new_current_thread() -> Builder {
+        let mut b = Builder::new();
+        b.max_procs(1);
+        b
+    }
+
+    /// tokio's name for [`Builder::max_procs`]: each P is served by one
+    /// worker thread at a time (more threads exist only while a task
+    /// blocks in [`block_in_place`](crate::block_in_place)). Must be at
+    /// least 1.
+    pub fn worker_threads(&mut self, n: usize) -> &mut Self {
+        self.max_procs(n)
+    }
+
+    /// Accepted for tokio's builder chains; does nothing: every P has its
+    /// own I/O poller and timers, always on.
+    pub fn enable_all(&mut self) -> &mut Self {
+        self
+    }
+
+    /// See [`Builder::enable_all`].
+    pub fn enable_io(&mut self) -> &mut Self {
+        self
+    }
+
+    /// See [`Builder::enable_all`].
+    pub fn enable_time(&mut self) -> &mut Self {
+        self
+    }
+
+    /// tokio's name for [`Builder::blocking_keep_alive`].
+    pub fn thread_keep_alive(&mut self, d: Duration) -> &mut Self {
+        self.blocking_keep_alive(d)
+    }
+
     /// Replaces the default `max_procs` rule (the CPUs of the affinity
     /// mask, capped by the cgroup CPU quota) with `f`, for tests of the
     /// quota re-read: `f()` at build is the P count, and sysmon calls it

@@ -291,7 +291,7 @@ fn unix_stream_listener_and_pair() {
         let client = async {
             let mut s = UnixStream::connect(&path).await.unwrap();
             s.write_all(b"over unix").await.unwrap();
-            s.shutdown(Shutdown::Write).unwrap();
+            s.shutdown_std(Shutdown::Write).unwrap();
             let mut back = Vec::new();
             s.read_to_end(&mut back).await.unwrap();
             assert_eq!(back, b"over unix");

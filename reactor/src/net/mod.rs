@@ -144,6 +144,14 @@ pub(crate) trait StreamOps {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>>;
     fn shutdown_priv(&self, how: std::net::Shutdown) -> io::Result<()>;
+    /// A read into memory that may be uninitialised (tokio's `ReadBuf`):
+    /// `read(2)` on the raw descriptor, so no `&mut [u8]` over
+    /// uninitialised bytes is ever made.
+    fn poll_read_uninit_priv(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut [std::mem::MaybeUninit<u8>],
+    ) -> Poll<io::Result<usize>>;
 }
 
 /// Implements `StreamOps` for a wrapper whose field `io` is a
@@ -201,9 +209,22 @@ macro_rules! stream_impls {
             fn shutdown_priv(&self, how: std::net::Shutdown) -> std::io::Result<()> {
                 self.io.get_ref().shutdown(how)
             }
+            fn poll_read_uninit_priv(
+                &self,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut [std::mem::MaybeUninit<u8>],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                let len = buf.len();
+                self.io
+                    .poll_stream_io(cx, $crate::driver::io::Direction::Read, len, |s| {
+                        $crate::net::read_uninit(std::os::fd::AsRawFd::as_raw_fd(s), buf)
+                    })
+            }
         }
         $crate::net::futures_io_impls!($ty);
         $crate::net::futures_io_impls!(&$ty);
+        $crate::net::tokio_io_impls!($ty);
+        $crate::net::tokio_io_impls!(&$ty);
     };
 }
 
@@ -249,6 +270,90 @@ macro_rules! futures_io_impls {
         }
     };
 }
+/// tokio's `AsyncRead`/`AsyncWrite` for a type implementing (or
+/// dereferencing to) `StreamOps`: the same operations as the futures-io
+/// impls, with tokio's `ReadBuf` filled in place and `poll_shutdown` for
+/// `poll_close`. tokio's traits come from the tokio crate built without
+/// any feature: no tokio runtime is compiled in.
+macro_rules! tokio_io_impls {
+    ($ty:ty) => {
+        impl tokio::io::AsyncRead for $ty {
+            fn poll_read(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut tokio::io::ReadBuf<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                $crate::net::poll_read_buf(&*self, cx, buf)
+            }
+        }
+        impl tokio::io::AsyncWrite for $ty {
+            fn poll_write(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                $crate::net::StreamOps::poll_write_priv(&*self, cx, buf)
+            }
+            fn poll_write_vectored(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                bufs: &[std::io::IoSlice<'_>],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                $crate::net::StreamOps::poll_write_vectored_priv(&*self, cx, bufs)
+            }
+            fn is_write_vectored(&self) -> bool {
+                true
+            }
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                _cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready(Ok(()))
+            }
+            fn poll_shutdown(
+                self: std::pin::Pin<&mut Self>,
+                _cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready($crate::net::shutdown_write(&*self))
+            }
+        }
+    };
+}
+
+/// tokio's `poll_read`: reads into the unfilled part of `buf` without
+/// zeroing it first, then marks what the kernel wrote as filled.
+pub(crate) fn poll_read_buf<S: StreamOps + ?Sized>(
+    s: &S,
+    cx: &mut Context<'_>,
+    buf: &mut tokio::io::ReadBuf<'_>,
+) -> Poll<io::Result<()>> {
+    // SAFETY: `unfilled_mut` must not be used to de-initialise bytes: the
+    // read below only stores into them (`read(2)` through a raw pointer).
+    let unfilled = unsafe { buf.unfilled_mut() };
+    let n = ready!(s.poll_read_uninit_priv(cx, unfilled))?;
+    // SAFETY: `read(2)` returned `n`: it wrote the first `n` bytes of the
+    // unfilled part (and `n` is at most its length).
+    unsafe { buf.assume_init(n) };
+    buf.advance(n);
+    Poll::Ready(Ok(()))
+}
+
+/// `read(2)` on `fd` into possibly uninitialised memory.
+pub(crate) fn read_uninit(
+    fd: std::os::fd::RawFd,
+    buf: &mut [std::mem::MaybeUninit<u8>],
+) -> io::Result<usize> {
+    // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the whole
+    // call (a unique borrow), and `read(2)` writes at most that many;
+    // `MaybeUninit<u8>` has no validity requirement to break.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
 /// tokio's readiness API for a type whose field `io` is a `PollEvented`:
 /// `ready`, `readable`, `writable`, `poll_read_ready`, `poll_write_ready`,
 /// `try_io`.
@@ -355,7 +460,9 @@ macro_rules! stream_try_impls {
         }
     };
 }
-pub(crate) use {futures_io_impls, readiness_impls, stream_impls, stream_try_impls};
+pub(crate) use {
+    futures_io_impls, readiness_impls, stream_impls, stream_try_impls, tokio_io_impls,
+};
 
 impl<T: StreamOps + ?Sized> StreamOps for &T {
     fn poll_read_priv(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
@@ -373,6 +480,13 @@ impl<T: StreamOps + ?Sized> StreamOps for &T {
     }
     fn shutdown_priv(&self, how: std::net::Shutdown) -> io::Result<()> {
         (**self).shutdown_priv(how)
+    }
+    fn poll_read_uninit_priv(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut [std::mem::MaybeUninit<u8>],
+    ) -> Poll<io::Result<usize>> {
+        (**self).poll_read_uninit_priv(cx, buf)
     }
 }
 

@@ -158,6 +158,26 @@ impl<S: StreamOps> futures_io::AsyncRead for OwnedReadHalf<S> {
     }
 }
 
+impl<S: StreamOps> tokio::io::AsyncRead for ReadHalf<'_, S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        super::poll_read_buf(self.0, cx, buf)
+    }
+}
+
+impl<S: StreamOps> tokio::io::AsyncRead for OwnedReadHalf<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        super::poll_read_buf(&*self.inner, cx, buf)
+    }
+}
+
 macro_rules! write_impl {
     ($ty:ty, |$this:ident| $inner:expr) => {
         impl<S: StreamOps> futures_io::AsyncWrite for $ty {
@@ -188,5 +208,41 @@ macro_rules! write_impl {
     };
 }
 
+/// tokio's `AsyncWrite` for a write half, like `write_impl!`.
+macro_rules! tokio_write_impl {
+    ($ty:ty, |$this:ident| $inner:expr) => {
+        impl<S: StreamOps> tokio::io::AsyncWrite for $ty {
+            fn poll_write(
+                self: Pin<&mut Self>,
+                cx: &mut Context<'_>,
+                buf: &[u8],
+            ) -> Poll<io::Result<usize>> {
+                let $this = &*self;
+                $inner.poll_write_priv(cx, buf)
+            }
+            fn poll_write_vectored(
+                self: Pin<&mut Self>,
+                cx: &mut Context<'_>,
+                bufs: &[io::IoSlice<'_>],
+            ) -> Poll<io::Result<usize>> {
+                let $this = &*self;
+                $inner.poll_write_vectored_priv(cx, bufs)
+            }
+            fn is_write_vectored(&self) -> bool {
+                true
+            }
+            fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+                Poll::Ready(Ok(()))
+            }
+            fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+                let $this = &*self;
+                Poll::Ready(super::shutdown_write($inner))
+            }
+        }
+    };
+}
+
+tokio_write_impl!(WriteHalf<'_, S>, |this| this.0);
+tokio_write_impl!(OwnedWriteHalf<S>, |this| &*this.inner);
 write_impl!(WriteHalf<'_, S>, |this| this.0);
 write_impl!(OwnedWriteHalf<S>, |this| &*this.inner);

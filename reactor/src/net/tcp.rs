@@ -209,8 +209,12 @@ impl TcpStream {
         socket2::SockRef::from(self.io.get_ref()).linger()
     }
 
-    /// Shuts down the read, write or both directions.
-    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+    /// Shuts down the read, write or both directions at once (std's
+    /// `shutdown`). Named apart so that tokio code's
+    /// `stream.shutdown().await` (`AsyncWriteExt::shutdown`, the write
+    /// direction) finds the trait method: an inherent `shutdown` would
+    /// shadow it.
+    pub fn shutdown_std(&self, how: Shutdown) -> io::Result<()> {
         self.io.get_ref().shutdown(how)
     }
 

@@ -140,8 +140,12 @@ impl UnixStream {
         self.io.get_ref().peer_addr()
     }
 
-    /// Shuts down the read, write or both directions.
-    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+    /// Shuts down the read, write or both directions at once (std's
+    /// `shutdown`). Named apart so that tokio code's
+    /// `stream.shutdown().await` (`AsyncWriteExt::shutdown`, the write
+    /// direction) finds the trait method: an inherent `shutdown` would
+    /// shadow it.
+    pub fn shutdown_std(&self, how: Shutdown) -> io::Result<()> {
         self.io.get_ref().shutdown(how)
     }
 
