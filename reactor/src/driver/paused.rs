@@ -167,9 +167,12 @@ impl Reactor {
         self.shared.clock.is_paused()
     }
 
-    /// The runtime's now: std's clock, or the paused (or resumed) virtual one.
-    pub fn clock_now(&self) -> crate::time::Instant {
-        crate::time::Instant::from_std(self.shared.clock.now())
+    /// The runtime's now: std's clock, or the paused (or resumed) virtual one,
+    /// as std's `Instant` (`time::Instant::from_std` wraps it: the driver
+    /// speaks std's type and `time` is built on the driver, not the other
+    /// way round).
+    pub fn clock_now(&self) -> std::time::Instant {
+        self.shared.clock.now()
     }
 
     /// Pauses the runtime's clock: every P's timerfd is disarmed, and the
