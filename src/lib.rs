@@ -142,7 +142,17 @@ pub mod task {
         TaskState,
     };
     pub use numa_rt_executor::{block_in_place, spawn, spawn_blocking, spawn_local};
+    pub use numa_rt_reactor::coop::{consume_budget, unconstrained, Unconstrained};
+
+    pub use crate::task_local::{AccessError, LocalKey};
+
+    /// The futures of this module's functions, at tokio's path.
+    pub mod futures {
+        pub use crate::task_local::TaskLocalFuture;
+    }
 }
+
+mod task_local;
 
 /// Runtime metrics (per processor, per node, runtime-wide).
 pub mod metrics {
@@ -225,7 +235,9 @@ pub mod sync;
 
 /// The cooperative budget (128 operations per task poll).
 pub mod coop {
-    pub use numa_rt_reactor::coop::{has_budget_remaining, poll_proceed};
+    pub use numa_rt_reactor::coop::{
+        consume_budget, has_budget_remaining, poll_proceed, unconstrained, Unconstrained,
+    };
 }
 
 #[cfg(feature = "hyper")]

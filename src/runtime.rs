@@ -16,4 +16,6 @@
 //! assert_eq!(n, 42);
 //! ```
 
-pub use numa_rt_executor::{Builder, EnterGuard, Handle, Runtime, RuntimeMetrics, TryCurrentError};
+pub use numa_rt_executor::{
+    Builder, EnterGuard, Handle, Runtime, RuntimeFlavor, RuntimeMetrics, TryCurrentError,
+};

@@ -501,6 +501,11 @@ impl Builder {
             .map(usize::from)
             .collect();
         let start_node = usize::from(start);
+        let flavor = if max_procs == 1 && procs_source.is_none() {
+            crate::RuntimeFlavor::CurrentThread
+        } else {
+            crate::RuntimeFlavor::MultiThread
+        };
         let config = Config {
             thread_name: self.thread_name.clone(),
             thread_stack_size: self.thread_stack_size,
@@ -518,6 +523,11 @@ impl Builder {
             schedtrace,
             deadlock,
             start_paused: self.start_paused,
+            // One P that never changes (`new_current_thread`, `max_procs(1)`,
+            // the tests' default) runs tasks one at a time, as tokio's
+            // current-thread runtime does; the P count a CPU-quota source
+            // follows may grow, so that one is multi-thread even at 1.
+            flavor,
             #[cfg(feature = "tokio-compat")]
             tokio_compat: self.tokio_compat,
             #[cfg(feature = "tokio-compat")]

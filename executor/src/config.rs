@@ -41,6 +41,8 @@ pub(crate) struct Config {
     pub(crate) deadlock: DeadlockMode,
     /// The clock starts paused (`Builder::start_paused`, tests).
     pub(crate) start_paused: bool,
+    /// What `Handle::runtime_flavor` says: one fixed P is tokio's current-thread kind.
+    pub(crate) flavor: crate::RuntimeFlavor,
     /// Start the side tokio runtime (`crate::tokio_compat`).
     #[cfg(feature = "tokio-compat")]
     pub(crate) tokio_compat: bool,

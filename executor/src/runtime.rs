@@ -219,6 +219,16 @@ impl fmt::Debug for Runtime {
     }
 }
 
+/// tokio's runtime kinds, as [`Handle::runtime_flavor`] reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RuntimeFlavor {
+    /// One processor: tasks take turns, never in parallel.
+    CurrentThread,
+    /// Several processors (or a count that follows the CPU quota).
+    MultiThread,
+}
+
 impl Handle {
     /// The runtime entered on this thread.
     ///
@@ -262,6 +272,25 @@ impl Handle {
     /// Enters the runtime on this thread until the guard drops.
     pub fn enter(&self) -> EnterGuard {
         context::enter(self.shared.clone())
+    }
+
+    /// Which of tokio's runtime kinds this runtime behaves as:
+    /// [`RuntimeFlavor::CurrentThread`] when it has one P, fixed
+    /// (`Builder::new_current_thread`, `max_procs(1)`, `#[numa_rt::test]`'s
+    /// default), so its tasks never run in parallel; otherwise
+    /// [`RuntimeFlavor::MultiThread`]. Code that calls
+    /// [`block_in_place`](crate::block_in_place) only where it may can ask
+    /// this, as it asks tokio.
+    ///
+    /// ```
+    /// use numa_rt_executor::{Builder, RuntimeFlavor};
+    /// let rt = Builder::new_current_thread().build().unwrap();
+    /// assert_eq!(rt.handle().runtime_flavor(), RuntimeFlavor::CurrentThread);
+    /// let rt = Builder::new_multi_thread().worker_threads(2).build().unwrap();
+    /// assert_eq!(rt.handle().runtime_flavor(), RuntimeFlavor::MultiThread);
+    /// ```
+    pub fn runtime_flavor(&self) -> RuntimeFlavor {
+        self.shared.config.flavor
     }
 
     /// The runtime's metrics.

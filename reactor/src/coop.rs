@@ -68,3 +68,100 @@ pub fn poll_proceed(cx: &mut Context<'_>) -> Poll<()> {
 pub fn has_budget_remaining() -> bool {
     CURRENT.with(|c| c.get() != Some(0))
 }
+
+/// Takes one unit of the current task's budget and, when none is left,
+/// yields once so the processor runs other tasks (tokio's
+/// `task::consume_budget`). For loops of CPU work that touch no numa_rt
+/// resource but should still take turns with the rest of their processor.
+///
+/// Outside a task poll (plain `block_on`, a foreign executor, inside
+/// [`unconstrained`]) it never yields.
+pub async fn consume_budget() {
+    std::future::poll_fn(poll_proceed).await
+}
+
+/// Runs `future` with no cooperative budget: numa_rt's resources never make
+/// it yield for want of budget (tokio's `task::unconstrained`). The task's
+/// own budget is what it was once the inner poll returns.
+///
+/// A future that loops over always-ready resources inside this wrapper never
+/// gives its processor back: use it for short bursts that must not be cut.
+pub fn unconstrained<F: std::future::Future>(future: F) -> Unconstrained<F> {
+    Unconstrained { future }
+}
+
+/// The future [`unconstrained`] returns.
+#[derive(Debug)]
+#[must_use = "futures do nothing unless polled"]
+pub struct Unconstrained<F> {
+    future: F,
+}
+
+impl<F: std::future::Future> std::future::Future for Unconstrained<F> {
+    type Output = F::Output;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        struct Restore(Option<u8>);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                CURRENT.with(|c| c.set(self.0));
+            }
+        }
+        // SAFETY: `future` is structurally pinned: it is never moved out of
+        // `self` (no method hands it out by value or by `&mut`), and
+        // `Unconstrained` has no `Drop` impl that could move it.
+        let future = unsafe { self.map_unchecked_mut(|s| &mut s.future) };
+        // `None` is "outside a task poll": poll_proceed always proceeds. The
+        // guard puts the task's remaining budget back, even on a panic.
+        let _restore = Restore(CURRENT.with(|c| c.replace(None)));
+        future.poll(cx)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::Waker;
+
+    fn spend_all() {
+        let mut cx = Context::from_waker(Waker::noop());
+        while has_budget_remaining() {
+            assert!(poll_proceed(&mut cx).is_ready());
+        }
+    }
+
+    #[test]
+    fn consume_budget_yields_only_once_the_budget_is_spent() {
+        let mut cx = Context::from_waker(Waker::noop());
+        budget(|| {
+            let mut first = pin!(consume_budget());
+            assert!(first.as_mut().poll(&mut cx).is_ready());
+            spend_all();
+            let mut second = pin!(consume_budget());
+            assert!(second.as_mut().poll(&mut cx).is_pending());
+        });
+        // Outside a task poll it never yields.
+        let mut outside = pin!(consume_budget());
+        assert!(outside.as_mut().poll(&mut cx).is_ready());
+    }
+
+    #[test]
+    fn unconstrained_lifts_the_budget_and_puts_it_back() {
+        let mut cx = Context::from_waker(Waker::noop());
+        budget(|| {
+            spend_all();
+            assert!(!has_budget_remaining());
+            let mut inner = pin!(unconstrained(std::future::poll_fn(|cx| {
+                for _ in 0..1000 {
+                    assert!(poll_proceed(cx).is_ready());
+                }
+                Poll::Ready(())
+            })));
+            assert!(inner.as_mut().poll(&mut cx).is_ready());
+            // The task's own (spent) budget is back.
+            assert!(!has_budget_remaining());
+        });
+    }
+}
