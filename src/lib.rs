@@ -39,6 +39,7 @@
 //! reqwest or `tokio::time` work inside tasks, served by a one-thread tokio
 //! runtime; see the README's "Running tokio-bound crates").
 
+pub use numa_rt_executor::task::spawn_near;
 pub use numa_rt_executor::{
     block_in_place, spawn, spawn_blocking, spawn_local, AbortHandle, Builder, DeadlockMode,
     EnterGuard, Handle, JoinError, JoinHandle, JoinSet, Runtime, TryCurrentError, MAXPROCS_ENV,
@@ -138,8 +139,8 @@ macro_rules! __tokio_compat {
 /// ```
 pub mod task {
     pub use numa_rt_executor::task::{
-        id, try_id, yield_now, AbortHandle, Id, JoinError, JoinHandle, JoinSet, TaskDump, TaskInfo,
-        TaskState,
+        id, spawn_near, try_id, yield_now, AbortHandle, Id, JoinError, JoinHandle, JoinSet, Near,
+        TaskDump, TaskInfo, TaskState,
     };
     pub use numa_rt_executor::{block_in_place, spawn, spawn_blocking, spawn_local};
     pub use numa_rt_reactor::coop::{consume_budget, unconstrained, Unconstrained};

@@ -58,6 +58,10 @@ pub(crate) struct ProcCounters {
     /// Written by wakers on any thread (`incr_shared`).
     pub(crate) unparks: Counter,
     pub(crate) spurious_wakeups: Counter,
+    /// Wakes from a task's poll of a task already in the waker's batch.
+    pub(crate) batch_wakes: Counter,
+    /// Wakes from a task's poll that put the wakee in the waker's batch.
+    pub(crate) batch_joins: Counter,
     pub(crate) root_tasks_received: Counter,
     pub(crate) handbacks: Counter,
     /// Written by the monitor thread (`incr_shared`).

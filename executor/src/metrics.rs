@@ -61,6 +61,15 @@ pub struct ProcMetrics {
     /// Times this P's M woke from a park and found nothing to run before it
     /// parked again. Each one is a context switch that bought nothing.
     pub spurious_wakeups: u64,
+    /// Wakes from inside a task's poll on this P of a task already in the
+    /// waker's batch (tasks that talk to each other; see
+    /// docs/architecture.md, "Batches").
+    pub batch_wakes: u64,
+    /// Wakes from inside a task's poll on this P that put the wakee (or a
+    /// waker in no batch) into a batch: groups forming, or following the
+    /// program into a new phase. High next to `batch_wakes` means the
+    /// tasks' partners keep changing.
+    pub batch_joins: u64,
     /// Times this P's M, as its node's watcher, drained another P's poller
     /// (an I/O event or due timer of that P, run here instead).
     pub helps: u64,
@@ -281,6 +290,8 @@ impl RuntimeMetrics {
             parks: m.parks.get(),
             unparks: m.unparks.get(),
             spurious_wakeups: m.spurious_wakeups.get(),
+            batch_wakes: m.batch_wakes.get(),
+            batch_joins: m.batch_joins.get(),
             helps: driver.helps,
             watch_handoffs: driver.watch_handoffs,
             sources_moved_in: driver.sources_moved_in,

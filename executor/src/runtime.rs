@@ -124,6 +124,16 @@ impl Runtime {
         self.handle.spawn(future)
     }
 
+    /// Spawns a task beside another: see [`Handle::spawn_near`].
+    #[track_caller]
+    pub fn spawn_near<F>(&self, near: &impl crate::task::Near, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.handle.spawn_near(near, future)
+    }
+
     /// Runs a blocking closure on the blocking pool.
     #[track_caller]
     pub fn spawn_blocking<F, R>(&self, f: F) -> JoinHandle<R>
@@ -257,6 +267,35 @@ impl Handle {
         F::Output: Send + 'static,
     {
         self.shared.spawn(future, None)
+    }
+
+    /// Spawns a task beside the task `near` is a handle of: in its batch
+    /// (the tasks the scheduler keeps on one P and steals together; see
+    /// docs/architecture.md, "Batches"), queued on the P that polled it
+    /// last. For code that knows two tasks will talk before they do: the
+    /// scheduler learns batches from wake-ups by itself, so nothing is
+    /// needed for tasks that already talk. When `near`'s task has finished
+    /// or never ran, this is [`Handle::spawn`].
+    ///
+    /// ```
+    /// let rt = numa_rt_executor::Builder::new().max_procs(2).build().unwrap();
+    /// rt.block_on(async {
+    ///     let (tx, rx) = std::sync::mpsc::channel::<u32>();
+    ///     let consumer = numa_rt_executor::spawn(async move { rx.recv().unwrap() });
+    ///     let producer = numa_rt_executor::task::spawn_near(&consumer, async move {
+    ///         tx.send(7).unwrap();
+    ///     });
+    ///     producer.await.unwrap();
+    ///     assert_eq!(consumer.await.unwrap(), 7);
+    /// });
+    /// ```
+    #[track_caller]
+    pub fn spawn_near<F>(&self, near: &impl crate::task::Near, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.shared.spawn_near(future, near.__anchor())
     }
 
     /// Runs a blocking closure on the blocking pool.

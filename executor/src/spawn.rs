@@ -34,6 +34,20 @@ where
     current_handle("numa_rt::spawn").spawn(future)
 }
 
+/// Spawns a task beside another task, on the current runtime: see
+/// [`Handle::spawn_near`].
+///
+/// # Panics
+/// Outside a numa_rt runtime.
+#[track_caller]
+pub fn spawn_near<F>(near: &impl crate::task::Near, future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    current_handle("numa_rt::task::spawn_near").spawn_near(near, future)
+}
+
 /// Spawns a `!Send` task pinned to the current thread (Go's LockOSThread).
 ///
 /// On a worker it always runs on this M (never stolen); inside

@@ -799,7 +799,8 @@ pub(crate) fn schedtrace(shared: &Arc<Shared>, detail: bool) -> String {
             let _ = writeln!(
                 out,
                 "  P{i}: node={} status={status} m=M{} runqsize={} runnext={} inbox={} timers={timers} \
-                 sources={sources} curtask={curtask} polls={} stolen={} migrated={} busy={}ms",
+                 sources={sources} curtask={curtask} polls={} stolen={} migrated={} \
+                 batchwakes={} batchjoins={} busy={}ms",
                 p.node,
                 pm.machine,
                 pm.local_queue_depth,
@@ -808,6 +809,8 @@ pub(crate) fn schedtrace(shared: &Arc<Shared>, detail: bool) -> String {
                 pm.tasks_polled,
                 pm.tasks_stolen,
                 pm.migrated_polls,
+                pm.batch_wakes,
+                pm.batch_joins,
                 pm.busy_duration.as_millis(),
             );
         }
@@ -856,6 +859,7 @@ pub(crate) fn dump(shared: &Shared) -> TaskDump {
                 .last_poll_ms()
                 .map(|t| Duration::from_millis(u64::from(now.saturating_sub(t)))),
             pinned,
+            batch: crate::scheduler::batch::live_batch(meta, now).map(|b| b.get()),
         });
     };
     shared.tasks.for_each(|m, l| add(m, l, false));

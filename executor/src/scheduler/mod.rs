@@ -17,6 +17,7 @@
 //! docs/architecture.md walks through the whole loop; comments marked
 //! "(barrier)" point at its "Parking and the barrier" section.
 
+pub(crate) mod batch;
 pub(crate) mod blocking_pool;
 pub(crate) mod context;
 pub(crate) mod idle;
@@ -43,6 +44,16 @@ use std::future::Future;
 use std::ops::Range;
 use std::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Mutex};
+
+/// Where a new task goes (see [`Shared::spawn_placed`]).
+enum Place {
+    /// [`Shared::place_new`]'s rules.
+    Default,
+    /// A node's queue (`spawn_on`).
+    Node(usize),
+    /// Beside another task (`spawn_near`).
+    Near(task::Anchor),
+}
 
 /// Everything the processors, machines and handles of one runtime share.
 pub(crate) struct Shared {
@@ -351,6 +362,32 @@ impl Shared {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
+        self.spawn_placed(future, node.map_or(Place::Default, Place::Node))
+    }
+
+    /// Spawns a `Send` task beside the task `near` names (`spawn_near`): in
+    /// its batch, queued on the P that last polled it (that P's inbox, or
+    /// this P's `runnext` when it is this one). An anchor that never ran, ran
+    /// on a P that is retired now, or has finished: an ordinary spawn.
+    #[track_caller]
+    pub(crate) fn spawn_near<F>(
+        self: &Arc<Self>,
+        future: F,
+        near: Option<task::Anchor>,
+    ) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.spawn_placed(future, near.map_or(Place::Default, Place::Near))
+    }
+
+    #[track_caller]
+    fn spawn_placed<F>(self: &Arc<Self>, future: F, place: Place) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
         let shared = self.clone();
         let new = task::spawn_tracked(
             future,
@@ -364,7 +401,18 @@ impl Shared {
             drop(new.runnable);
             return new.handle;
         }
-        self.place_new(new.runnable, node);
+        match place {
+            Place::Default => self.place_new(new.runnable, None),
+            Place::Node(n) => self.place_new(new.runnable, Some(n)),
+            Place::Near(a) => {
+                new.runnable.metadata().set_batch(a.batch);
+                let here = context::current_p_of(self);
+                match a.last_p.filter(|&p| p < self.active_procs()) {
+                    Some(p) if here != Some(p) => self.push_inbox(p, new.runnable),
+                    _ => self.enqueue(new.runnable, false, false),
+                }
+            }
+        }
         new.handle
     }
 
@@ -385,7 +433,7 @@ impl Shared {
                 return self.push_inbox(target, task);
             }
         }
-        self.schedule(task, false);
+        self.enqueue(task, false, false);
     }
 
     /// The schedule function of every `Send` task: where a woken task goes.
@@ -398,6 +446,13 @@ impl Shared {
     /// - Elsewhere (foreign threads, block_on, an M without P): to a node
     ///   queue, then a spinning M is requested.
     pub(crate) fn schedule(self: &Arc<Self>, task: Runnable, yielded: bool) {
+        self.enqueue(task, yielded, true)
+    }
+
+    /// [`Shared::schedule`]; `edge`: a wake (not a spawn), which a task's
+    /// poll on this worker teaches the batches (see `batch`).
+    #[inline]
+    fn enqueue(self: &Arc<Self>, task: Runnable, yielded: bool, edge: bool) {
         if self.is_shutdown() {
             // Dropping the runnable drops the future (shutdown drops every
             // pending future; its JoinHandle reports cancellation).
@@ -407,6 +462,9 @@ impl Shared {
         task.metadata().note_scheduled();
         let task = match context::with_core(self, task, |core, in_driver, task| {
             let node = &self.nodes[core.node].inject;
+            if edge && !yielded && !in_driver {
+                batch::learn_edge(core, task.metadata(), &self.procs[core.index].metrics);
+            }
             if yielded || in_driver {
                 core.queue.push_back(task, node);
             } else {

@@ -107,6 +107,13 @@ pub(crate) struct Core {
     /// Set while this P is retired (above a shrunk CPU quota): the run loop
     /// then only hands its work to the node and runs its M's pinned tasks.
     pub(crate) retired: bool,
+    /// The address of the `TaskMeta` of the task in a poll on this P, set
+    /// by `Worker::run_task` before each poll (0 before the first): the
+    /// waker side of a wake edge (`Shared::schedule` learns batches from
+    /// it). Only read while a poll is in progress, when it names the task
+    /// being polled: see `Shared::learn_edge`. An address, not a pointer, so
+    /// that `Core` stays `Send`.
+    pub(crate) running_meta: usize,
 }
 
 /// The queued work a running P keeps from thieves, in time: the tasks its
@@ -215,6 +222,7 @@ impl Processor {
             batch_polls: 0,
             clock_ms: 0,
             retired: false,
+            running_meta: 0,
         });
         (p, core)
     }

@@ -36,13 +36,14 @@ pub(crate) struct Worker {
     pub(crate) in_driver: Cell<bool>,
 }
 
-/// Consecutive `runnext` polls allowed before the ring gets a turn (tokio's
-/// figure). A task run from `runnext` inherits the tick (Go's inheritTime),
-/// so without this cap two tasks waking each other would starve the queue.
 /// Empty pre-park polls after which the node's watcher starts skipping
 /// them, and how many it skips between two it still makes (step 5 of
 /// `find_runnable`).
 const QUIET_POLLS: u8 = 8;
+
+/// Consecutive `runnext` polls allowed before the ring gets a turn (tokio's
+/// figure). A task run from `runnext` inherits the tick (Go's inheritTime),
+/// so without this cap two tasks waking each other would starve the queue.
 const MAX_LIFO_POLLS: u32 = 3;
 
 /// Passes over the victims when stealing (Go's `stealTries`).
@@ -162,6 +163,7 @@ impl Worker {
             p.metrics.migrated_polls.incr();
         }
         p.current_task.store(meta.id.as_u64(), Relaxed);
+        core.running_meta = std::ptr::from_ref(meta) as usize;
         p.in_task.store(true, Relaxed);
         // SAFETY: this thread is the M owning the seat.
         unsafe { self.machine.seat.enter_poll(core) };

@@ -46,6 +46,12 @@ impl AbortHandle {
         AbortHandle { id, task: None }
     }
 
+    /// Runs `f` on the task's metadata (`None` for a handle made after the
+    /// output was taken).
+    pub(crate) fn with_meta<R>(&self, f: impl FnOnce(&TaskMeta) -> R) -> Option<R> {
+        self.meta().map(f)
+    }
+
     fn meta(&self) -> Option<&TaskMeta> {
         // SAFETY: see `TaskWaker`: our waker keeps the header alive.
         self.task.as_ref().map(|t| unsafe { t.meta.as_ref() })

@@ -31,6 +31,11 @@ pub struct TaskInfo {
     pub since_last_poll: Option<Duration>,
     /// Spawned with `spawn_local`: pinned to one thread.
     pub pinned: bool,
+    /// The batch it belongs to: the group of tasks that wake each other
+    /// which the scheduler keeps together (docs/architecture.md,
+    /// "Batches"). `None`: in no batch, or its link decayed (not polled for
+    /// 100 ms). Tasks with the same number are in one batch.
+    pub batch: Option<u16>,
 }
 
 /// What a task in a [`TaskDump`] is doing.
@@ -99,6 +104,9 @@ impl fmt::Display for TaskInfo {
         }
         if self.pinned {
             f.write_str(" (pinned)")?;
+        }
+        if let Some(b) = self.batch {
+            write!(f, " batch {b}")?;
         }
         write!(f, ", spawned at {}", self.location)
     }

@@ -120,6 +120,14 @@ impl<T> JoinHandle<T> {
         }
     }
 
+    /// Runs `f` on the task's metadata while the handle keeps it alive
+    /// (`None` once the output was taken).
+    pub(crate) fn with_meta<R>(&self, f: impl FnOnce(&TaskMeta) -> R) -> Option<R> {
+        self.task.as_ref()?;
+        // SAFETY: `task` keeps the allocation alive for the call.
+        Some(f(unsafe { self.raw.meta() }))
+    }
+
     /// Whether the task has finished (completed, panicked or been cancelled).
     pub fn is_finished(&self) -> bool {
         self.task.as_ref().is_none_or(|t| t.is_finished())

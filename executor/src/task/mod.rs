@@ -57,16 +57,21 @@ pub(crate) mod harness;
 mod id;
 mod join;
 mod join_set;
+mod near;
 pub(crate) mod registry;
 #[cfg(feature = "tracing")]
 pub(crate) mod trace;
 mod yield_now;
 
+pub use crate::spawn::spawn_near;
 pub use abort::AbortHandle;
 pub use dump::{TaskDump, TaskInfo, TaskState};
 pub use id::{id, try_id, Id};
 pub use join::{JoinError, JoinHandle};
 pub use join_set::JoinSet;
+#[doc(hidden)]
+pub use near::Anchor;
+pub use near::Near;
 pub use yield_now::yield_now;
 
 pub(crate) use harness::{enter_block_on, Harness};
@@ -105,9 +110,11 @@ use std::sync::Arc;
 pub(crate) struct TaskMeta {
     /// Unique per process; shown in panics, metrics and traces.
     pub(crate) id: Id,
-    /// [`ABORTED`] and [`FINISHED`] in the low bits; above [`LAST_P_SHIFT`]
-    /// the P that last polled the task, plus one (0: never polled, or a P
-    /// index too large to record), for the `migrated_polls` metric.
+    /// [`ABORTED`] and [`FINISHED`] in the low bits; from [`BATCH_SHIFT`]
+    /// the task's batch id (14 bits, 0: none); above [`LAST_P_SHIFT`] the P
+    /// that last polled the task, plus one (0: never polled, or a P index
+    /// too large to record), for the `migrated_polls` metric and
+    /// `spawn_near`.
     flags: AtomicU32,
     /// Bit 0, for the task dump (`Handle::dump`): set by the schedule
     /// functions each time the task is queued, cleared when a poll starts;
@@ -148,6 +155,24 @@ const ABORTED: u32 = 0b01;
 const FINISHED: u32 = 0b10;
 /// Where the last polling P's index (plus one) starts in `flags`.
 const LAST_P_SHIFT: u32 = 16;
+/// Where the task's batch id starts in `flags` (14 bits between the two
+/// flags and the last P; 0: in no batch). See [`TaskMeta::batch`].
+const BATCH_SHIFT: u32 = 2;
+const BATCH_BITS: u32 = LAST_P_SHIFT - BATCH_SHIFT;
+const BATCH_MASK: u32 = ((1 << BATCH_BITS) - 1) << BATCH_SHIFT;
+
+/// A batch id: which group of tasks that wake each other a task belongs to
+/// (seed 000's batches; docs/architecture.md, "Batches"). 14 bits, never 0.
+pub(crate) type BatchId = std::num::NonZeroU16;
+
+/// The batch id a task founds when it wakes another while in no batch:
+/// derived from its own id, so no shared counter is touched. Two live
+/// batches may share an id (one in 16,383): they are then treated as one,
+/// which costs locality at worst, never correctness.
+pub(crate) fn batch_id_for(id: Id) -> BatchId {
+    let n = (id.as_u64() % ((1 << BATCH_BITS) - 1)) as u16 + 1;
+    BatchId::new(n).expect("1..=16383")
+}
 
 impl TaskMeta {
     /// A fresh id. `kind` and `location` (the spawn's caller, through
@@ -236,6 +261,34 @@ impl TaskMeta {
             Some((f & ((1 << LAST_P_SHIFT) - 1)) | (tag << LAST_P_SHIFT))
         });
         last != 0
+    }
+
+    /// The batch the task belongs to, if any: set when another task's poll
+    /// woke it (it joins the waker's batch) or by `spawn_near`. Relaxed: a
+    /// placement hint; a stale id costs locality, never correctness.
+    #[inline]
+    pub(crate) fn batch(&self) -> Option<BatchId> {
+        BatchId::new(((self.flags.load(Relaxed) & BATCH_MASK) >> BATCH_SHIFT) as u16)
+    }
+
+    /// Puts the task in batch `b` (a read-modify-write that keeps the flags
+    /// and the last P; callers check [`TaskMeta::batch`] first, so a task
+    /// that stays in its batch costs one load). A finished task keeps no
+    /// batch. Relaxed: see [`TaskMeta::batch`].
+    #[inline]
+    pub(crate) fn set_batch(&self, b: BatchId) {
+        let bits = u32::from(b.get()) << BATCH_SHIFT;
+        let _ = self.flags.fetch_update(Relaxed, Relaxed, |f| {
+            (f & FINISHED == 0).then_some((f & !BATCH_MASK) | bits)
+        });
+    }
+
+    /// The P that polled the task last, if it was polled.
+    #[inline]
+    pub(crate) fn last_p(&self) -> Option<usize> {
+        (self.flags.load(Relaxed) >> LAST_P_SHIFT)
+            .checked_sub(1)
+            .map(|p| p as usize)
     }
 
     /// [`ABORTED`] and [`FINISHED`], read with one plain load per poll.
@@ -436,6 +489,31 @@ mod tests {
             "an index too large is not recorded"
         );
         assert!(meta.note_ran_on(1));
+    }
+
+    /// The batch id lives between the flags and the last P: setting it
+    /// keeps both, recording a P keeps it, and a finished task has none.
+    #[test]
+    fn batch_beside_the_flags_and_the_last_p() {
+        let meta = TaskMeta::new(Kind::Task, Location::caller());
+        assert_eq!(meta.batch(), None);
+        assert_eq!(meta.last_p(), None);
+        meta.note_ran_on(5);
+        assert!(meta.set_aborted());
+        let b = batch_id_for(meta.id);
+        meta.set_batch(b);
+        assert_eq!(meta.batch(), Some(b));
+        assert_eq!(meta.last_p(), Some(5));
+        assert!(meta.is_aborted());
+        meta.note_ran_on(7);
+        assert_eq!(meta.batch(), Some(b), "a move keeps the batch");
+        let top = BatchId::new((1 << BATCH_BITS) - 1).unwrap();
+        meta.set_batch(top);
+        assert_eq!(meta.batch(), Some(top));
+        assert_eq!(meta.last_p(), Some(7), "the widest id stays in its bits");
+        meta.set_finished();
+        meta.set_batch(b);
+        assert_eq!(meta.batch(), None, "a finished task joins nothing");
     }
 
     /// The `#[track_caller]` chain reaches the user's call for every way

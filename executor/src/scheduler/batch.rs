@@ -1,0 +1,109 @@
+//! Batches: groups of tasks that wake each other (seed 000, sections 6.2,
+//! 6.3 and 7; the occam-π runtime of Ritson et al., 2009). The full story —
+//! what a batch is used for, the split rule, the decay and what was
+//! rejected — is docs/architecture.md, "Batches"; this file owns the
+//! learning.
+//!
+//! **Learning.** A wake edge is a task woken from inside another task's poll
+//! on a worker (a channel send, a `Notify`, a completed task waking its
+//! awaiter: any waker, any channel crate). `Shared::schedule` reports each
+//! one here with the P's core, which knows the task in the poll
+//! (`Core::running_meta`). The wakee joins the waker's batch; a waker in no
+//! batch joins the wakee's; two tasks in none found one, named after the
+//! waker's id. A task's batch id sits in 14 spare bits of its `TaskMeta`
+//! flags, so a task stays one fastbin-sized allocation.
+//!
+//! **Decay.** A task not polled for [`BATCH_IDLE_MS`] has left its batch
+//! (checked when an edge is learned, from the poll stamp the task dump
+//! already keeps); a new edge moves a task to its waker's batch at once, so
+//! groups follow the program's phases. Spawning is not an edge: a task
+//! spawned from another starts in no batch (an accept loop would otherwise
+//! gather every connection into one), unless `spawn_near` puts it in one.
+
+use super::processor::Core;
+use crate::counters::ProcCounters;
+use crate::task::{batch_id_for, BatchId, TaskMeta};
+
+/// A task whose last poll began longer ago than this (in the P's batch
+/// clock, ms) is in no batch: its links have decayed. Long next to a
+/// message round trip (µs), short next to a program phase.
+pub(crate) const BATCH_IDLE_MS: u32 = 100;
+
+/// The task's batch, unless it has decayed by `now_ms`.
+#[inline]
+pub(crate) fn live_batch(t: &TaskMeta, now_ms: u32) -> Option<BatchId> {
+    let b = t.batch()?;
+    // Never polled (placed by spawn_near): live. A stamp newer than this
+    // P's batch clock (another P's fresher clock) is live too.
+    match t.last_poll_ms() {
+        Some(ms) if now_ms.saturating_sub(ms) > BATCH_IDLE_MS => None,
+        _ => Some(b),
+    }
+}
+
+/// Learns from a wake edge: the task in a poll on `core` woke `wakee`.
+/// Returns the batch both are in now.
+///
+/// Must be called only from inside a task's poll on the M holding `core`
+/// (`Shared::schedule` through `context::with_core`, not from the driver).
+#[inline]
+pub(crate) fn learn_edge(core: &Core, wakee: &TaskMeta, m: &ProcCounters) -> Option<BatchId> {
+    if core.running_meta == 0 {
+        return None;
+    }
+    // SAFETY: `running_meta` is set by `Worker::run_task` before every poll
+    // on this P, and we run inside a poll on this P (the caller's
+    // contract): it names the task being polled, whose allocation
+    // async-task keeps alive for the whole poll. Only shared access, to
+    // atomics.
+    let waker = unsafe { &*(core.running_meta as *const TaskMeta) };
+    if std::ptr::eq(waker, wakee) {
+        return waker.batch(); // a task waking itself says nothing
+    }
+    let now = core.clock_ms;
+    let b = match (waker.batch(), live_batch(wakee, now)) {
+        (Some(a), Some(b)) if a == b => {
+            m.batch_wakes.incr();
+            return Some(a);
+        }
+        (Some(a), _) => {
+            wakee.set_batch(a);
+            a
+        }
+        (None, Some(b)) => {
+            waker.set_batch(b);
+            b
+        }
+        (None, None) => {
+            let id = batch_id_for(waker.id);
+            waker.set_batch(id);
+            wakee.set_batch(id);
+            id
+        }
+    };
+    m.batch_joins.incr();
+    Some(b)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::task::Kind;
+    use std::panic::Location;
+
+    #[test]
+    fn a_batch_decays_when_its_task_is_not_polled() {
+        let t = TaskMeta::new(Kind::Task, Location::caller());
+        let b = batch_id_for(t.id);
+        t.set_batch(b);
+        assert_eq!(live_batch(&t, 5_000), Some(b), "never polled: live");
+        t.note_polled(1_000);
+        assert_eq!(live_batch(&t, 1_000 + BATCH_IDLE_MS), Some(b));
+        assert_eq!(live_batch(&t, 1_001 + BATCH_IDLE_MS), None, "decayed");
+        assert_eq!(
+            live_batch(&t, 900),
+            Some(b),
+            "a fresher stamp than our clock"
+        );
+    }
+}

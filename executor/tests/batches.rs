@@ -1,0 +1,141 @@
+//! Batches learned from wake edges, seen through the task dump and the
+//! metrics, and `spawn_near` (docs/architecture.md, "Batches").
+
+use futures::channel::mpsc;
+use futures::{SinkExt, StreamExt};
+use numa_rt_executor::{Builder, Handle};
+use numa_rt_reactor::context::current_p;
+use std::collections::HashMap;
+
+fn batch_of(handle: &Handle, id: numa_rt_executor::task::Id) -> Option<u16> {
+    handle
+        .dump()
+        .tasks()
+        .iter()
+        .find(|t| t.id == id)
+        .expect("the task is alive")
+        .batch
+}
+
+#[test]
+fn tasks_that_wake_each_other_end_up_in_one_batch() {
+    let rt = Builder::new().max_procs(2).build().unwrap();
+    rt.block_on(async {
+        let handle = Handle::current();
+        let (mut to_b, mut b_rx) = mpsc::channel::<u32>(1);
+        let (mut to_a, mut a_rx) = mpsc::channel::<u32>(1);
+        // Each side parks on a channel the other fills: every message is a
+        // wake from inside the other's poll.
+        let (done_tx, done_rx) = futures::channel::oneshot::channel::<()>();
+        let b = numa_rt_executor::spawn(async move {
+            while let Some(v) = b_rx.next().await {
+                if to_a.send(v + 1).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let a = numa_rt_executor::spawn(async move {
+            for i in 0..200 {
+                to_b.send(i).await.unwrap();
+                assert_eq!(a_rx.next().await, Some(i + 1));
+            }
+            // Stay alive (in the dump) until the test has looked.
+            let _ = done_rx.await;
+        });
+        // A task that talks to nobody.
+        let (_hold, lonely_rx) = futures::channel::oneshot::channel::<()>();
+        let lonely = numa_rt_executor::spawn(async move {
+            let _ = lonely_rx.await;
+        });
+        // Wait until a has finished its round trips: b then waits on its
+        // channel, a on done_rx.
+        while handle
+            .metrics()
+            .procs()
+            .iter()
+            .map(|p| p.batch_wakes)
+            .sum::<u64>()
+            < 100
+        {
+            numa_rt_executor::task::yield_now().await;
+        }
+        let (ba, bb) = (batch_of(&handle, a.id()), batch_of(&handle, b.id()));
+        assert!(ba.is_some(), "the pair formed no batch");
+        assert_eq!(ba, bb, "a and b wake each other: one batch");
+        assert_eq!(
+            batch_of(&handle, lonely.id()),
+            None,
+            "spawning is not an edge"
+        );
+        let joins: u64 = handle.metrics().procs().iter().map(|p| p.batch_joins).sum();
+        assert!(joins >= 1);
+        let line = handle
+            .dump()
+            .tasks()
+            .iter()
+            .find(|t| t.id == a.id())
+            .unwrap()
+            .to_string();
+        assert!(line.contains(&format!("batch {}", ba.unwrap())), "{line}");
+        done_tx.send(()).unwrap();
+        a.await.unwrap();
+        drop(_hold);
+        lonely.await.unwrap();
+        b.await.unwrap();
+    });
+}
+
+#[test]
+fn spawn_near_starts_the_task_on_the_anchors_processor_in_its_batch() {
+    let rt = Builder::new().max_procs(2).build().unwrap();
+    rt.block_on(async {
+        let handle = Handle::current();
+        for _ in 0..20 {
+            // The anchor reports the P of its first poll, then waits.
+            let (p_tx, p_rx) = futures::channel::oneshot::channel::<usize>();
+            let (stop_tx, stop_rx) = futures::channel::oneshot::channel::<()>();
+            let anchor = numa_rt_executor::spawn(async move {
+                p_tx.send(current_p().unwrap()).unwrap();
+                let _ = stop_rx.await;
+            });
+            let anchor_p = p_rx.await.unwrap();
+            let near = numa_rt_executor::task::spawn_near(&anchor, async { current_p().unwrap() });
+            let near_id = near.id();
+            let near_batch = handle
+                .dump()
+                .tasks()
+                .iter()
+                .find(|t| t.id == near_id)
+                .map(|t| t.batch);
+            assert_eq!(near.await.unwrap(), anchor_p, "spawn_near ran elsewhere");
+            let anchor_batch = batch_of(&handle, anchor.id());
+            assert!(anchor_batch.is_some());
+            // The dump may have missed the near task if it already finished.
+            if let Some(b) = near_batch {
+                assert_eq!(b, anchor_batch);
+            }
+            stop_tx.send(()).unwrap();
+            anchor.await.unwrap();
+        }
+    });
+}
+
+#[test]
+fn spawn_near_a_finished_task_is_an_ordinary_spawn() {
+    let rt = Builder::new().max_procs(2).build().unwrap();
+    let out = rt.block_on(async {
+        let done = numa_rt_executor::spawn(async {});
+        let abort = done.abort_handle();
+        done.await.unwrap();
+        let mut seen = HashMap::new();
+        for i in 0..10u32 {
+            let v = numa_rt_executor::task::spawn_near(&abort, async move { i * 2 })
+                .await
+                .unwrap();
+            seen.insert(i, v);
+        }
+        seen
+    });
+    assert_eq!(out.len(), 10);
+    assert!(out.iter().all(|(k, v)| *v == k * 2));
+}
