@@ -62,6 +62,12 @@ pub(crate) struct ProcCounters {
     pub(crate) batch_wakes: Counter,
     /// Wakes from a task's poll that put the wakee in the waker's batch.
     pub(crate) batch_joins: Counter,
+    /// Tasks kept in the batch queue instead of the ring.
+    pub(crate) batch_queued: Counter,
+    /// Polls of tasks taken from the batch queue.
+    pub(crate) batch_polls: Counter,
+    /// Times the owner split its batch queue into the ring for a thief.
+    pub(crate) batch_splits: Counter,
     pub(crate) root_tasks_received: Counter,
     pub(crate) handbacks: Counter,
     /// Written by the monitor thread (`incr_shared`).

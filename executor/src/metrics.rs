@@ -70,6 +70,16 @@ pub struct ProcMetrics {
     /// program into a new phase. High next to `batch_wakes` means the
     /// tasks' partners keep changing.
     pub batch_joins: u64,
+    /// Tasks of the running batch that a wake displaced from `runnext` and
+    /// that this P kept in its batch queue (not stealable one by one)
+    /// instead of its ring, because no P of the node was idle.
+    pub batch_queued: u64,
+    /// Polls of tasks taken from the batch queue.
+    pub batch_polls: u64,
+    /// Times this P split its batch queue into its ring because an idle
+    /// P's M asked (occam-π's split: members runnable at once, a processor
+    /// idle).
+    pub batch_splits: u64,
     /// Times this P's M, as its node's watcher, drained another P's poller
     /// (an I/O event or due timer of that P, run here instead).
     pub helps: u64,
@@ -292,6 +302,9 @@ impl RuntimeMetrics {
             spurious_wakeups: m.spurious_wakeups.get(),
             batch_wakes: m.batch_wakes.get(),
             batch_joins: m.batch_joins.get(),
+            batch_queued: m.batch_queued.get(),
+            batch_polls: m.batch_polls.get(),
+            batch_splits: m.batch_splits.get(),
             helps: driver.helps,
             watch_handoffs: driver.watch_handoffs,
             sources_moved_in: driver.sources_moved_in,

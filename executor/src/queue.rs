@@ -124,12 +124,18 @@ impl<T: RawTask> Local<T> {
         self.inner.len()
     }
 
+    /// Whether the ring (not counting `runnext`) is empty.
+    pub(crate) fn ring_is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Whether the ring and `runnext` are both empty.
     pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0 && self.inner.runnext.load(Relaxed).is_null()
     }
 
     /// Puts `task` in `runnext`; the task it displaces goes to the tail.
+    #[cfg(test)]
     pub(crate) fn push_runnext(&mut self, task: T, overflow: &impl Overflow<T>) {
         // AcqRel: Release publishes the new task to a thief's CAS on runnext;
         // Acquire pairs with the Release of whoever stored the old one.
@@ -138,6 +144,50 @@ impl<T: RawTask> Local<T> {
             // SAFETY: a non-null runnext value came from `into_raw` and the
             // swap transferred its ownership to us.
             self.push_back(unsafe { T::from_raw(old) }, overflow);
+        }
+    }
+
+    /// Puts `task` in `runnext` and hands back the task it displaces, for
+    /// the caller to queue (`push_runnext` sends it to the tail).
+    pub(crate) fn swap_runnext(&mut self, task: T) -> Option<T> {
+        // AcqRel: as in `push_runnext`.
+        let old = self.inner.runnext.swap(task.into_raw().as_ptr(), AcqRel);
+        // SAFETY: a non-null runnext value came from `into_raw` and the swap
+        // transferred its ownership to us.
+        NonNull::new(old).map(|old| unsafe { T::from_raw(old) })
+    }
+
+    /// Takes the task in `runnext`, if any.
+    pub(crate) fn pop_runnext(&mut self) -> Option<T> {
+        // A plain load first, as in `pop`.
+        if self.inner.runnext.load(Relaxed).is_null() {
+            return None;
+        }
+        // AcqRel: Acquire pairs with the Release swap that stored it.
+        let next = self.inner.runnext.swap(ptr::null_mut(), AcqRel);
+        // SAFETY: the swap gave us the only copy of this pointer.
+        NonNull::new(next).map(|next| unsafe { T::from_raw(next) })
+    }
+
+    /// Takes the task at the head of the ring (not `runnext`), if any.
+    pub(crate) fn pop_ring(&mut self) -> Option<T> {
+        loop {
+            let h = self.inner.head.load(Acquire);
+            let t = self.inner.tail.load(Relaxed);
+            if t == h {
+                return None;
+            }
+            let p = self.inner.buf[(h & MASK) as usize].load(Relaxed);
+            if self
+                .inner
+                .head
+                .compare_exchange(h, h.wrapping_add(1), AcqRel, Relaxed)
+                .is_ok()
+            {
+                let p = NonNull::new(p).expect("queue slot below tail is never null");
+                // SAFETY: the CAS gave us ownership of the slot's task.
+                return Some(unsafe { T::from_raw(p) });
+            }
         }
     }
 
@@ -191,37 +241,17 @@ impl<T: RawTask> Local<T> {
     /// Takes `runnext` (when `lifo` is set) or else the head of the ring.
     /// The bool says whether the task came from `runnext`.
     pub(crate) fn pop(&mut self, lifo: bool) -> Option<(T, bool)> {
-        // A plain load first: runnext is empty on most pops, and the swap is
-        // a locked instruction on every pop otherwise.
-        if lifo && !self.inner.runnext.load(Relaxed).is_null() {
-            // AcqRel: Acquire pairs with the Release swap that stored it.
-            let next = self.inner.runnext.swap(ptr::null_mut(), AcqRel);
-            if let Some(next) = NonNull::new(next) {
-                // SAFETY: the swap gave us the only copy of this pointer.
-                return Some((unsafe { T::from_raw(next) }, true));
+        if lifo {
+            if let Some(t) = self.pop_runnext() {
+                return Some((t, true));
             }
         }
-        loop {
-            let h = self.inner.head.load(Acquire);
-            let t = self.inner.tail.load(Relaxed);
-            if t == h {
-                break;
-            }
-            let p = self.inner.buf[(h & MASK) as usize].load(Relaxed);
-            if self
-                .inner
-                .head
-                .compare_exchange(h, h.wrapping_add(1), AcqRel, Relaxed)
-                .is_ok()
-            {
-                let p = NonNull::new(p).expect("queue slot below tail is never null");
-                // SAFETY: the CAS gave us ownership of the slot's task.
-                return Some((unsafe { T::from_raw(p) }, false));
-            }
+        if let Some(t) = self.pop_ring() {
+            return Some((t, false));
         }
         if !lifo {
             // The ring is empty: runnext is all that is left.
-            return self.pop(true);
+            return self.pop_runnext().map(|t| (t, true));
         }
         None
     }

@@ -800,7 +800,8 @@ pub(crate) fn schedtrace(shared: &Arc<Shared>, detail: bool) -> String {
                 out,
                 "  P{i}: node={} status={status} m=M{} runqsize={} runnext={} inbox={} timers={timers} \
                  sources={sources} curtask={curtask} polls={} stolen={} migrated={} \
-                 batchwakes={} batchjoins={} busy={}ms",
+                 batchwakes={} batchjoins={} batchq={} batchqueued={} batchpolls={} batchsplits={} \
+                 busy={}ms",
                 p.node,
                 pm.machine,
                 pm.local_queue_depth,
@@ -811,6 +812,10 @@ pub(crate) fn schedtrace(shared: &Arc<Shared>, detail: bool) -> String {
                 pm.migrated_polls,
                 pm.batch_wakes,
                 pm.batch_joins,
+                p.bq_len.load(Relaxed),
+                pm.batch_queued,
+                pm.batch_polls,
+                pm.batch_splits,
                 pm.busy_duration.as_millis(),
             );
         }

@@ -462,13 +462,18 @@ impl Shared {
         task.metadata().note_scheduled();
         let task = match context::with_core(self, task, |core, in_driver, task| {
             let node = &self.nodes[core.node].inject;
-            if edge && !yielded && !in_driver {
-                batch::learn_edge(core, task.metadata(), &self.procs[core.index].metrics);
-            }
             if yielded || in_driver {
                 core.queue.push_back(task, node);
             } else {
-                core.queue.push_runnext(task, node);
+                let p = &self.procs[core.index];
+                let b = if edge {
+                    batch::learn_edge(core, task.metadata(), &p.metrics)
+                } else {
+                    None
+                };
+                if let Some(old) = core.queue.swap_runnext(task) {
+                    self.queue_displaced(core, p, old, b);
+                }
             }
             (core.node, in_driver)
         }) {
@@ -488,6 +493,30 @@ impl Shared {
             })
             .unwrap_or_else(|| self.next_node());
         self.push_node(node, task);
+    }
+
+    /// Where the task a wake displaced from `runnext` goes: the batch queue
+    /// when it is in the waker's batch `b` and no P of the node is idle to
+    /// take it (occam-π: a batch is split only when another processor is
+    /// idle), otherwise the ring's tail, as in Go.
+    #[inline]
+    fn queue_displaced(
+        &self,
+        core: &mut Core,
+        p: &Processor,
+        old: Runnable,
+        b: Option<task::BatchId>,
+    ) {
+        if let Some(b) = b {
+            if core.bq.len() < processor::BATCH_QUEUE_CAP
+                && batch::live_batch(old.metadata(), core.clock_ms) == Some(b)
+                && self.idle.node_npidle_hint(core.node) == 0
+            {
+                p.metrics.batch_queued.incr();
+                return core.bq_push(old, p);
+            }
+        }
+        core.queue.push_back(old, &self.nodes[core.node].inject);
     }
 
     /// Picks a node for work that comes from outside the runtime, round-robin
@@ -679,7 +708,7 @@ impl Shared {
         for p in self.procs.iter() {
             dropped.extend(p.inbox.drain());
             if let Some(mut core) = p.core_slot.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                dropped.extend(core.queue.drain());
+                dropped.extend(core.drain_local(p));
                 drop(core);
             }
         }

@@ -13,7 +13,7 @@ use crate::counters::ProcCounters;
 use crate::queue;
 use crate::task::Runnable;
 use numa_rt_reactor::{Driver, Unparker};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -49,6 +49,15 @@ pub(crate) struct Processor {
     /// leaves it out, and a stale value only delays a remote steal.
     pub(crate) retired: AtomicBool,
     pub(crate) metrics: ProcCounters,
+    /// Tasks in the owner's batch queue (`Core::bq`), published for
+    /// thieves and the park re-check. Relaxed: a hint; a stale value delays
+    /// a split by one look, and the tasks are the owner's to run anyway.
+    pub(crate) bq_len: AtomicU32,
+    /// A thief that found nothing else asks the owner to split its batch
+    /// queue into the ring. Relaxed: the owner reads it before each
+    /// batch-queue pop; the tasks never depend on it (the owner runs them
+    /// itself otherwise), only how soon they spread does.
+    pub(crate) split: AtomicBool,
     /// The id of the task in (or last in) a poll on this P: sysmon's stall
     /// report and the schedtrace read it. Relaxed: a diagnostic.
     pub(crate) current_task: AtomicU64,
@@ -114,6 +123,64 @@ pub(crate) struct Core {
     /// being polled: see `Shared::learn_edge`. An address, not a pointer, so
     /// that `Core` stays `Send`.
     pub(crate) running_meta: usize,
+    /// The batch queue: tasks of the running batch that a wake displaced
+    /// from `runnext` while no P of the node was idle (docs/architecture.md,
+    /// "Batches"). Owner-only: thieves never take from it; a thief that
+    /// finds nothing else asks the owner to split it (`Processor::split`).
+    pub(crate) bq: std::collections::VecDeque<Runnable>,
+    /// Batch-queue polls since the ring's last turn (see `MAX_BATCH_RUN`).
+    pub(crate) bq_run: u32,
+}
+
+/// Most tasks a batch queue holds; beyond it, displaced members go to the
+/// ring as before (a fan-in of thousands stays stealable).
+pub(crate) const BATCH_QUEUE_CAP: usize = 32;
+
+impl Core {
+    /// Whether this P has queued work of its own: ring, `runnext` or batch queue.
+    #[inline]
+    pub(crate) fn has_local_work(&self) -> bool {
+        !self.queue.is_empty() || !self.bq.is_empty()
+    }
+
+    /// Every queued task of this P (ring, `runnext`, batch queue).
+    pub(crate) fn drain_local(&mut self, p: &Processor) -> Vec<Runnable> {
+        let mut out = self.queue.drain();
+        out.extend(self.bq.drain(..));
+        p.bq_len.store(0, Relaxed);
+        out
+    }
+
+    /// Keeps `t`, a member of the running batch, in the batch queue.
+    #[inline]
+    pub(crate) fn bq_push(&mut self, t: Runnable, p: &Processor) {
+        self.bq.push_back(t);
+        p.bq_len.store(self.bq.len() as u32, Relaxed);
+    }
+
+    /// The batch queue's oldest task.
+    #[inline]
+    pub(crate) fn bq_pop(&mut self, p: &Processor) -> Option<Runnable> {
+        let t = self.bq.pop_front()?;
+        p.bq_len.store(self.bq.len() as u32, Relaxed);
+        Some(t)
+    }
+
+    /// Splits the batch queue for a thief (occam-π's rule: members
+    /// runnable at once while another P is idle): its tasks go to the ring,
+    /// where thieves may take them. True if anything moved.
+    pub(crate) fn bq_split(&mut self, p: &Processor, overflow: &Inject) -> bool {
+        p.split.store(false, Relaxed);
+        if self.bq.is_empty() {
+            return false;
+        }
+        while let Some(t) = self.bq.pop_front() {
+            self.queue.push_back(t, overflow);
+        }
+        p.bq_len.store(0, Relaxed);
+        p.metrics.batch_splits.incr();
+        true
+    }
 }
 
 /// The queued work a running P keeps from thieves, in time: the tasks its
@@ -165,15 +232,20 @@ impl Processor {
     /// What a thief may take from this P now: a ring worth stealing, or an
     /// empty ring with a task in `runnext` (taken on the last steal pass
     /// only, after Go's grace), is [`Look::Stealable`]; a ring whose tasks
-    /// its own M reaches soon is [`Look::Kept`].
+    /// its own M reaches soon, or only a batch queue (the owner splits it
+    /// when a thief asks), is [`Look::Kept`].
     #[inline]
     pub(crate) fn steal_look(&self) -> Look {
         let len = self.steal.len();
         if len == 0 {
-            if self.steal.is_empty() {
-                Look::Nothing
-            } else {
+            if !self.steal.is_empty() {
                 Look::Stealable
+            } else if self.bq_len.load(Relaxed) != 0 {
+                // The owner's batch queue: it splits it when a thief asks
+                // (and then wakes an idle P).
+                Look::Kept
+            } else {
+                Look::Nothing
             }
         } else if len > self.keep_for_owner() as usize {
             Look::Stealable
@@ -199,6 +271,8 @@ impl Processor {
             in_task: AtomicBool::new(false),
             retired: AtomicBool::new(false),
             metrics: ProcCounters::new(histogram),
+            bq_len: AtomicU32::new(0),
+            split: AtomicBool::new(false),
             current_task: AtomicU64::new(0),
             holder: Mutex::new(None),
             core_slot: Mutex::new(None),
@@ -223,6 +297,8 @@ impl Processor {
             clock_ms: 0,
             retired: false,
             running_meta: 0,
+            bq: std::collections::VecDeque::with_capacity(BATCH_QUEUE_CAP),
+            bq_run: 0,
         });
         (p, core)
     }

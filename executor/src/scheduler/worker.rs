@@ -46,6 +46,10 @@ const QUIET_POLLS: u8 = 8;
 /// so without this cap two tasks waking each other would starve the queue.
 const MAX_LIFO_POLLS: u32 = 3;
 
+/// Batch-queue polls allowed before the ring gets a turn: a batch whose
+/// members keep waking each other must not starve the P's other tasks.
+const MAX_BATCH_RUN: u32 = 16;
+
 /// Passes over the victims when stealing (Go's `stealTries`).
 const STEAL_PASSES: usize = 4;
 
@@ -145,7 +149,7 @@ impl Worker {
             core.spinning = false;
             if self.shared.idle.stop_spinning(core.node) {
                 fence(SeqCst);
-                if !core.queue.is_empty() || self.shared.any_work(core.index, true) {
+                if core.has_local_work() || self.shared.any_work(core.index, true) {
                     self.shared.wake_idle_p(core.node);
                 }
             }
@@ -247,13 +251,38 @@ impl Worker {
                     continue;
                 }
             }
-            // 3. runnext, then the ring.
-            if let Some((t, lifo)) = core.queue.pop(core.lifo_polls < MAX_LIFO_POLLS) {
+            // 3. runnext, the batch queue, then the ring.
+            if core.lifo_polls < MAX_LIFO_POLLS {
+                if let Some(t) = core.queue.pop_runnext() {
+                    core.lifo_polls += 1;
+                    m.runnext_polls.incr();
+                    return Some((core, t));
+                }
+            }
+            if !core.bq.is_empty() {
+                let p = &shared.procs[core.index];
+                if p.split.load(Relaxed) {
+                    if core.bq_split(p, &shared.nodes[core.node].inject) {
+                        shared.wake_idle_p(core.node);
+                    }
+                } else if core.bq_run < MAX_BATCH_RUN || core.queue.ring_is_empty() {
+                    if let Some(t) = core.bq_pop(p) {
+                        core.bq_run += 1;
+                        core.lifo_polls = 0;
+                        core.tick = core.tick.wrapping_add(1);
+                        m.batch_polls.incr();
+                        return Some((core, t));
+                    }
+                }
+            }
+            if let Some((t, lifo)) = core.queue.pop(false) {
                 if lifo {
+                    // The ring was empty: runnext past its cap.
                     core.lifo_polls += 1;
                     m.runnext_polls.incr();
                 } else {
                     core.lifo_polls = 0;
+                    core.bq_run = 0;
                     core.tick = core.tick.wrapping_add(1);
                 }
                 return Some((core, t));
@@ -373,7 +402,7 @@ impl Worker {
                 core.retired = false;
                 return Retired::Resume(core);
             }
-            let mut moved = core.queue.drain();
+            let mut moved = core.drain_local(p);
             moved.extend(p.inbox.drain());
             if !moved.is_empty() {
                 let inject = &shared.nodes[node].inject;
@@ -578,6 +607,13 @@ impl Worker {
             let len = victim.steal.len();
             let keep = if len == 0 {
                 if !victim.steal.has_runnext() {
+                    if victim.bq_len.load(Relaxed) != 0 {
+                        // Only batch work: the owner's to split (occam-π:
+                        // members runnable at once, and this P idle). Its
+                        // split wakes an idle P, so parking loses nothing.
+                        victim.split.store(true, Relaxed);
+                        *kept = true;
+                    }
                     continue;
                 }
                 runnexts = true;
@@ -641,7 +677,7 @@ impl Worker {
         fence(SeqCst);
         let work = shared.any_work(idx, was_spinning)
             || !self.machine.local.is_empty()
-            || !core.queue.is_empty()
+            || core.has_local_work()
             || shared.procs[idx].has_asker();
         if !work && !shared.is_shutdown() {
             shared.procs[idx].metrics.parks.incr();
