@@ -126,7 +126,7 @@ impl<T: RawTask> Local<T> {
 
     /// Whether the ring (not counting `runnext`) is empty.
     pub(crate) fn ring_is_empty(&self) -> bool {
-        self.len() == 0
+        self.inner.len() == 0
     }
 
     /// Whether the ring and `runnext` are both empty.
