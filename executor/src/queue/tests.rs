@@ -285,4 +285,82 @@ mod models {
             assert_eq!(got, (0..=CAPACITY).collect::<Vec<_>>());
         });
     }
+
+    /// The batch split (docs/architecture.md, "Batches"): wakes displace
+    /// tasks from `runnext` into the owner's private batch queue; a thief
+    /// that finds the ring empty but batch work queued asks for a split;
+    /// the owner, at its next batch-queue pop, sees the request and moves
+    /// the batch queue to its ring, where the thief may steal. Whatever the
+    /// interleaving, every task is taken exactly once, and a thief never
+    /// takes from the batch queue itself.
+    #[test]
+    fn batch_split_races_a_thief() {
+        use loom::sync::atomic::{AtomicBool, AtomicUsize};
+        use loom::sync::Arc;
+        use std::collections::VecDeque;
+        loom::model(|| {
+            let (mut owner, steal) = new::<T>();
+            let split = Arc::new(AtomicBool::new(false));
+            let bq_len = Arc::new(AtomicUsize::new(0));
+            let sink = Sink::default();
+            let mut bq = VecDeque::new();
+            // 0 in runnext; the wake of 1 displaces 0, that of 2 displaces 1.
+            for i in 0..3 {
+                if let Some(old) = owner.swap_runnext(T(Box::new(i))) {
+                    bq.push_back(old);
+                    bq_len.store(bq.len(), Relaxed);
+                }
+            }
+            let thief = {
+                let (split, bq_len) = (split.clone(), bq_len.clone());
+                thread::spawn(move || {
+                    let (mut mine, _) = new::<T>();
+                    let mut got = Vec::new();
+                    for _ in 0..2 {
+                        if let Some((t, _)) = mine.steal_from(&steal, false, || {}) {
+                            got.push(*t.0);
+                            while let Some((t, _)) = mine.pop(true) {
+                                got.push(*t.0);
+                            }
+                            break;
+                        }
+                        if bq_len.load(Relaxed) != 0 {
+                            split.store(true, Relaxed);
+                        }
+                        thread::yield_now();
+                    }
+                    got
+                })
+            };
+            // The owner's order: runnext, the batch queue (split first when
+            // asked), the ring.
+            let mut got = Vec::new();
+            loop {
+                if let Some(t) = owner.pop_runnext() {
+                    got.push(*t.0);
+                    continue;
+                }
+                if !bq.is_empty() {
+                    if split.swap(false, Relaxed) {
+                        while let Some(t) = bq.pop_front() {
+                            owner.push_back(t, &sink);
+                        }
+                        bq_len.store(0, Relaxed);
+                    } else if let Some(t) = bq.pop_front() {
+                        bq_len.store(bq.len(), Relaxed);
+                        got.push(*t.0);
+                        continue;
+                    }
+                }
+                match owner.pop(false) {
+                    Some((t, _)) => got.push(*t.0),
+                    None => break,
+                }
+            }
+            got.extend(thief.join().unwrap());
+            got.extend(sink.0.borrow().iter().copied());
+            got.sort_unstable();
+            assert_eq!(got, vec![0, 1, 2]);
+        });
+    }
 }

@@ -4,7 +4,8 @@
 //! 1. every `global_queue_interval`-th tick: this M's pinned tasks, the P's
 //!    inbox, the node queue — one task, for fairness;
 //! 2. every `event_interval`-th tick: poll the P's driver without blocking;
-//! 3. `runnext` (at most `MAX_LIFO_POLLS` in a row), then the local ring;
+//! 3. `runnext` (at most `MAX_LIFO_POLLS` in a row), the batch queue (at most
+//!    `MAX_BATCH_RUN` in a row), then the local ring;
 //! 4. pinned tasks, the inbox, a batch from the node queue;
 //! 5. the driver without blocking;
 //! 6. steal (if spinning is allowed): same-node P's, then remote node
