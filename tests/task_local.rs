@@ -171,3 +171,12 @@ async fn multi_thread_is_multi_thread() {
         RuntimeFlavor::MultiThread
     );
 }
+
+#[numa_rt::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokio_metric_names() {
+    let m = Handle::current().metrics();
+    assert_eq!(m.num_workers(), 2);
+    let pending = numa_rt::spawn(std::future::pending::<()>());
+    assert!(m.num_alive_tasks() >= 1);
+    pending.abort();
+}

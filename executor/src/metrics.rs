@@ -194,6 +194,12 @@ impl RuntimeMetrics {
         self.shared.nprocs()
     }
 
+    /// tokio's name for [`RuntimeMetrics::num_procs`]: a P is what tokio
+    /// calls a worker.
+    pub fn num_workers(&self) -> usize {
+        self.num_procs()
+    }
+
     /// Processors allowed to take work now: all of them, unless `max_procs`
     /// was left to its default and sysmon's re-read (about once a second)
     /// found the cgroup CPU quota shrunk; the others retire
@@ -273,6 +279,11 @@ impl RuntimeMetrics {
     /// Live `Send` tasks: spawned and not yet completed or dropped.
     pub fn live_tasks(&self) -> usize {
         self.shared.tasks.len()
+    }
+
+    /// tokio's name for [`RuntimeMetrics::live_tasks`].
+    pub fn num_alive_tasks(&self) -> usize {
+        self.live_tasks()
     }
 
     /// Tasks in all nodes' global queues.
