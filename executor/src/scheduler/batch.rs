@@ -57,15 +57,25 @@ pub(crate) fn learn_edge(core: &Core, wakee: &TaskMeta, m: &ProcCounters) -> Opt
     // async-task keeps alive for the whole poll. Only shared access, to
     // atomics.
     let waker = unsafe { &*(core.running_meta as *const TaskMeta) };
+    // The common case, tasks that keep talking: already one batch. Two
+    // loads and a compare (a member polled within the decay window is live
+    // by definition, and one that was not is re-joined just the same).
+    let bits = waker.batch_bits();
+    if bits != 0 && wakee.batch_bits() == bits {
+        m.batch_wakes.incr();
+        return waker.batch();
+    }
+    join(core, waker, wakee, m)
+}
+
+/// The rest of [`learn_edge`]: someone joins a batch.
+#[inline(never)]
+fn join(core: &Core, waker: &TaskMeta, wakee: &TaskMeta, m: &ProcCounters) -> Option<BatchId> {
     if std::ptr::eq(waker, wakee) {
         return waker.batch(); // a task waking itself says nothing
     }
     let now = core.clock_ms;
     let b = match (waker.batch(), live_batch(wakee, now)) {
-        (Some(a), Some(b)) if a == b => {
-            m.batch_wakes.incr();
-            return Some(a);
-        }
         (Some(a), _) => {
             wakee.set_batch(a);
             a

@@ -271,6 +271,14 @@ impl TaskMeta {
         BatchId::new(((self.flags.load(Relaxed) & BATCH_MASK) >> BATCH_SHIFT) as u16)
     }
 
+    /// The batch id's bits as they sit in the flags word (0: none): two
+    /// tasks are in one batch when these are equal and not 0. One load, no
+    /// decoding: the wake path's fast check (see `batch::learn_edge`).
+    #[inline]
+    pub(crate) fn batch_bits(&self) -> u32 {
+        self.flags.load(Relaxed) & BATCH_MASK
+    }
+
     /// Puts the task in batch `b` (a read-modify-write that keeps the flags
     /// and the last P; callers check [`TaskMeta::batch`] first, so a task
     /// that stays in its batch costs one load). A finished task keeps no
