@@ -46,8 +46,10 @@
 //! down or is dropped. The executor's sysmon (stall reports, retake,
 //! schedtrace, the deadlock diagnostic) runs in it through [`SysmonHook`].
 
+use super::dispatch::{help, Help};
 use super::io::Wakeups;
-use super::{help, Help, Ops, Shared, SysmonHook, UNPARK_IN_WATCH};
+use super::watch_ops::Ops;
+use super::{NodeWatch, Reactor, Shared, UNPARK_IN_WATCH};
 use crate::sys;
 use std::sync::atomic::{
     AtomicBool,
@@ -64,6 +66,49 @@ const MAX_DELAY: Duration = Duration::from_millis(10);
 /// watches its node, before the monitor polls it itself (Go's sysmon
 /// polls the network when nobody has for 10 ms).
 const UNWATCHED_POLL: Duration = Duration::from_millis(10);
+
+/// The executor's part of the monitor thread (Go's sysmon): called at every
+/// monitor tick, between 20 µs and 10 ms apart while the runtime runs.
+pub trait SysmonHook: Send + Sync {
+    /// One round. `idle`: every M is parked and none woke during the last
+    /// tick, so the monitor is about to sleep until an M leaves its park.
+    /// Returns the longest the monitor may sleep before the next round
+    /// (`None`: no limit of the hook's own), e.g. for a periodic trace.
+    fn tick(&self, idle: bool) -> Option<Duration>;
+
+    /// Whether the executor's side of the runtime is idle for paused time's
+    /// auto-advance: no task runnable or running, no `block_on` awake, no
+    /// blocking work. Called by whichever thread auto-advances, under the
+    /// advance lock (see `driver::paused`). The default says yes: only the
+    /// M's parked flags then decide.
+    fn runtime_idle(&self) -> bool {
+        true
+    }
+}
+
+impl Reactor {
+    /// Installs the runtime's sysmon: `hook` runs on the monitor thread at
+    /// every tick (see [`SysmonHook`]), and the monitor thread is started if
+    /// the watcher alone did not need it.
+    pub fn set_sysmon(&self, hook: Weak<dyn SysmonHook>) -> std::io::Result<()> {
+        self.shared.monitor.set_hook(hook);
+        self.shared.monitor.start(&self.shared)
+    }
+
+    /// Installs the runtime's sysmon without starting the monitor thread:
+    /// `hook` runs once the thread runs, because the watcher role needs it
+    /// or the clock is paused ([`Reactor::pause_clock`]).
+    pub fn set_sysmon_hook(&self, hook: Weak<dyn SysmonHook>) {
+        self.shared.monitor.set_hook(hook);
+    }
+
+    /// Wakes the monitor thread if it sleeps until an M leaves its park: a
+    /// thread outside the runtime (a parking `block_on`) has news for the
+    /// sysmon hook. One SeqCst load when it is awake.
+    pub fn kick_monitor(&self) {
+        self.shared.monitor.kick();
+    }
+}
 
 pub(super) struct Monitor {
     /// True while the thread sleeps until kicked. SeqCst: the monitor's side
@@ -327,7 +372,7 @@ impl Ready {
     /// ready while their own ready lists are not empty. Unpark eventfds in
     /// it are left out (an unparked running M runs the work itself). A
     /// failed wait counts as stale: rescuing is the safe side.
-    fn stale(&mut self, watch: &super::NodeWatch, before: &[u64], now: &[u64]) -> bool {
+    fn stale(&mut self, watch: &NodeWatch, before: &[u64], now: &[u64]) -> bool {
         let want = watch.procs.max(1) * 2;
         if self.buf.len() < want {
             self.buf
