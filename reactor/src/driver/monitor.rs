@@ -1,50 +1,42 @@
-//! The watch monitor: a thread that takes the watcher role away from an M
-//! that has been running tasks for a while, so the node's pollers are never
-//! left unwatched behind a long poll.
-//!
-//! A watcher woken by I/O keeps the role while it runs the woken tasks (see
-//! [`super::watch`]): that is what makes the light-load request path free of
-//! system calls. If one of those tasks runs long (a CPU-heavy handler, a
-//! blocking call), nobody watches the node's pollers meanwhile — not even the
-//! pollers of idle P's, whose M's sleep on their own eventfds. Go has the same
-//! hole around its netpoller and closes it with sysmon, which polls the
-//! network when nobody has for 10 ms. This is that part of sysmon, per node:
+//! The monitor thread, the reactor's part of Go's sysmon: one per reactor,
+//! started where the watcher role can move, when the executor installs its
+//! sysmon ([`SysmonHook`], [`Reactor::set_sysmon`]) or when the clock is
+//! paused ([`Reactor::pause_clock`]). It holds the
+//! reactor weakly and ends when the reactor shuts down or is dropped. Its
+//! place in park and wake, and the measurements behind its rules, are in
+//! docs/architecture.md, "Idle P's and parked M's: the park/unpark
+//! protocol" (the monitor under "Waking: who wakes whom"; "Rescuing it").
+//! What it does:
 //!
 //! - it sleeps 20 µs, doubling up to 10 ms while it finds nothing to do
 //!   (Go's sysmon figures);
-//! - at each tick, for each node whose watcher is out of its park and has not
-//!   come back since the previous tick (its wake-up count did not move), and
-//!   whose watch epoll shows a poller with events that nobody has drained
-//!   since the previous tick, it hands the role to a parked candidate
-//!   ([`super::watch::Role::rescue`]): two `epoll_ctl`s; the new watcher
-//!   wakes at once for the waiting event. A watcher that keeps running
-//!   because every task it runs readies the next one on its own poller (one
-//!   echo connection: it finds each in its non-blocking poll and never
-//!   parks) keeps the role: taking it away on time alone, as this did
-//!   first, woke the parked M for the very next event, and the two M's then
-//!   passed the connection back and forth (0.4 to 0.6 context switches per
-//!   echo round trip, against tokio's 0);
-//! - at each tick, it polls (without blocking) every P's io poller that
-//!   nobody has drained for 10 ms while no parked watcher watches its node
-//!   — every M of the node busy, as when the only M is stuck in a long
-//!   poll — and fires what it finds on its own thread (Go's sysmon
-//!   `netpoll(0)`; [`poll_unwatched`]). Due timers are timerfd events in
-//!   those pollers, so a due timer on a busy P is covered too: the
-//!   executor queues the woken tasks on the P's node and wakes an idle P;
-//! - when every M of the runtime is parked and none woke during the last
-//!   tick, it sleeps until one leaves its park ([`Monitor::kick`]), so an
-//!   idle runtime makes no system call at all, while light load (an M waking
-//!   every few hundred microseconds) costs one monitor wake-up per 10 ms
-//!   rather than a kick per request.
+//! - the **rescue**, at each tick: for each node whose watcher is out of its
+//!   park and has not come back since the previous tick (its wake-up count
+//!   did not move), it first gives the watch back if that holder hosts it
+//!   ([`super::watch::Role::release_host`]) and judges at the next tick;
+//!   otherwise, if the node's watch epoll shows a poller with events that
+//!   nobody has drained since the previous tick ([`Ready::stale`]), it hands
+//!   the role to a parked candidate ([`super::watch::Role::rescue`]): two
+//!   `epoll_ctl`s, and the new watcher wakes at once for the waiting event.
+//!   Evidence, not time alone: a watcher whose every task readies the next
+//!   one on its own poller keeps the role (taken on time alone, one echo
+//!   connection passed back and forth between two M's);
+//! - the **network poll**, at each tick ([`poll_unwatched`], Go's sysmon
+//!   `netpoll(0)`): every P's io poller that nobody has drained for 10 ms
+//!   while no parked watcher watches its node is polled without blocking,
+//!   and what it finds is fired here;
+//! - the executor's round ([`SysmonHook::tick`]): stall reports, retake,
+//!   schedtrace, the deadlock diagnostic;
+//! - the **deep sleep**: when every M of the runtime is parked and none woke
+//!   during the last tick, it sleeps until an M leaves its park
+//!   ([`Monitor::kick`]), so an idle runtime makes no system call, while
+//!   light load (an M waking every few hundred microseconds) costs one
+//!   monitor wake-up per 10 ms rather than a kick per request.
 //!
 //! The deep sleep and the kick are a Dekker pair: the monitor sets `sleeping`
 //! then reads every P's parked flag; an M clears its parked flag (in
 //! `Driver::park`) then reads `sleeping`. Either the monitor sees the running
 //! M and stays awake, or the M sees the monitor asleep and kicks it.
-//!
-//! The thread holds the reactor only weakly and ends when the reactor shuts
-//! down or is dropped. The executor's sysmon (stall reports, retake,
-//! schedtrace, the deadlock diagnostic) runs in it through [`SysmonHook`].
 
 use super::dispatch::{help, Help};
 use super::io::Wakeups;

@@ -268,7 +268,7 @@ impl Driver {
     /// Fires ready I/O and due timers of this P without blocking: the P's
     /// own poller only, with a try-lock, plus its due timers (one syscall).
     /// The executor calls it every `event_interval` ticks of a busy P and
-    /// when the P runs out of work.
+    /// when the P runs out of work (unless [`Driver::watches`]).
     pub fn poll_now(&mut self) {
         let me = &self.shared.ps[self.index];
         match me.io.try_lock() {
