@@ -3,8 +3,9 @@
 //! The executor owns one [`Driver`] per P and parks its machines (M) in it;
 //! the design (per node, one parked M — the watcher — blocks on every P's io
 //! poller and runs what they wake, the other parked M's sleep on their own
-//! eventfds, so one event wakes one thread) is described in the `driver`
-//! module source and `docs/architecture.md`.
+//! eventfds, so one event wakes one thread) and the park/unpark protocol the
+//! two crates share are described in `docs/architecture.md` ("Idle P's and
+//! parked M's: the park/unpark protocol", "The per-P reactor").
 //! Everything in here is usable without the executor, which is how the tests
 //! drive it.
 //!
@@ -14,13 +15,16 @@
 //! - Worker threads, `block_on` and `Handle::enter` call [`context::enter`] so
 //!   I/O types and timers find the reactor.
 //! - The M holding P `i` calls [`context::set_current_p`]`(Some(i))`, then
-//!   [`Driver::poll_now`] every `event_interval` ticks and [`Driver::park`]
-//!   when it has nothing to run. Wakers fired by either run on the calling
+//!   [`Driver::poll_now`] every `event_interval` ticks and when it runs out
+//!   of work (unless [`Driver::watches`] says its park would look anyway),
+//!   and [`Driver::park`] when it has nothing to run. Wakers fired by either run on the calling
 //!   thread, so the executor schedules the woken tasks onto that thread's P,
 //!   in firing order: timers, then write readiness, read, and accepts last.
 //! - [`Unparker::unpark`] wakes a machine parked in [`Driver::park`].
 //! - Each task poll runs inside [`coop::budget`]; after it, spawn consults
 //!   [`context::take_accepted`] to spread connection tasks round-robin.
+//! - The executor's sysmon runs on the reactor's monitor thread
+//!   ([`Reactor::set_sysmon`], [`SysmonHook`]).
 //! - [`Reactor::shutdown`] at runtime shutdown.
 
 mod clock;

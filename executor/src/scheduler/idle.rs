@@ -1,63 +1,31 @@
-//! Coordinates idling workers: idle processors and spinning machines, per
-//! NUMA node (Go's `sched.pidle`, `npidle`, `nmspinning` and `wakep`, split by
-//! node as Vyukov's design asks). This is the one place that explains park
-//! and wake; docs/architecture.md ("Idle P's and parked M's") has the same
-//! essay with the measurements, and the code on both sides points back here.
+//! Idle P's and spinning M's, per NUMA node: Go's `sched.pidle`, `npidle`,
+//! `nmspinning` and `wakep`'s spinner claim, split by node as Vyukov's
+//! design asks.
 //!
-//! # Who sleeps where
+//! The park/unpark protocol this serves — the steps of a park, who wakes
+//! whom, the barrier and the other orderings that keep a wake-up from being
+//! lost, the invariants — is told once, for both crates, in
+//! docs/architecture.md, "Idle P's and parked M's: the park/unpark
+//! protocol". This file owns its bookkeeping:
 //!
-//! Every P always has exactly one M. An idle P is on its node's idle list and
-//! its M blocks in the P's driver (reactor crate, `driver` and `watch`
-//! modules): one parked M per node — the *watcher* — blocks on the pollers of
-//! every P of the node; every other parked M sleeps on its own eventfd. So:
+//! - per node, the counters `npidle` and `nmspinning`, on a cache line of
+//!   their own, read without a lock by submitters and spinners; SeqCst, as
+//!   the barrier's stores and loads on the counters' side (the fences are
+//!   the callers', `Worker::park` and `Shared::wake_idle_p`);
+//! - the spinner claim ([`Idle::try_claim_spinner`], then
+//!   [`Idle::pop_for_spinning`]: one submitter at a time per node, only
+//!   while the node has an idle P and no spinning M) and Go's spinning rule
+//!   ([`Idle::may_spin`]: at most half the node's busy P's spin);
+//! - per node, one lock over the idle list (LIFO, doubly linked through the
+//!   P's indices within the node, so a P leaves it from anywhere in O(1))
+//!   and each P's state: [`Idle::release`] and [`Idle::reclaim`] by the P's
+//!   own M, [`Idle::take_specific`] by a targeted waker (the lock is what
+//!   orders a targeted wake against a park), [`Idle::retire`] and
+//!   [`Idle::unretire`] for P's above a shrunk CPU quota.
 //!
-//! - an I/O event or due timer anywhere in the node wakes the watcher alone,
-//!   which runs the woken tasks on its own P (it *helps*), whether their own
-//!   P is idle or busy;
-//! - new work wakes at most one M: [`Idle::try_claim_spinner`] succeeds for
-//!   one submitter at a time per node, and only while the node has an idle P
-//!   and no spinning M;
-//! - tasks fired by a driver are queued on the P whose M fired them without
-//!   waking anybody; only if more than one is then queued does that M wake one
-//!   spinner to share them (tokio's rule; Go's `startIdle` wakes one per extra
-//!   goroutine). At one connection this is what keeps a request at one
-//!   context switch.
-//!
-//! # Per node
-//!
-//! `npidle` and `nmspinning` are kept per node. New work on node N (its
-//! queue, a P of it) claims a spinner of node N; only when node N has no
-//! idle P and no spinning M (every P of it busy) does the submitter wake an
-//! idle P of another node, nearest first. A spinning M steals from another
-//! node only when that node has no idle P and no spinning M
-//! ([`Idle::saturated`]): work placed on a node with `spawn_on` starts there
-//! while that node has anyone to take it, even while the other node spins.
-//! Spinning is limited per node by Go's rule: at most half the node's busy
-//! P's may have a spinning M.
-//!
-//! # The barrier
-//!
-//! The race every scheduler gets wrong once: an M finds no work and decides
-//! to park while a submitter publishes work and decides nobody needs waking
-//! (an M still spins, or no P is idle yet). Both sides do a store, a SeqCst
-//! fence, then loads of the other side's store:
-//!
-//! - submitter (`Shared::wake_idle_p`): queue store; fence; load the node's
-//!   `nmspinning` and `npidle`; wake an idle P if no M spins;
-//! - parker (`Worker::park`): `npidle += 1` (and `nmspinning -= 1` if it
-//!   spun); fence; re-check every queue it may take from; block only if all
-//!   are empty.
-//!
-//! Either the submitter sees the idle P (and wakes it), or the parker sees
-//! the work. The loom models in `idle/tests.rs` check this per node.
-//! Targeted wakes (a P's inbox, an M's pinned queue) use the P's node's
-//! idle lock instead: the parker releases its P under it before its
-//! re-check, and the waker pushes before taking it ([`Idle::take_specific`]).
-//!
-//! The locks (one per node) are only taken on the park/unpark paths; the
-//! hot paths read the counters without them. A P's own park and wake and
-//! every targeted wake of it take its node's lock, so the barrier above
-//! holds per P as it did with one lock for the runtime.
+//! The locks are only taken on the park and wake paths, and the park and
+//! wake paths of different nodes never meet. The loom models of the barrier
+//! are in `idle/tests.rs`.
 
 use crate::loom::atomic::{AtomicUsize, Ordering::*};
 use crate::loom::Mutex;
@@ -83,7 +51,7 @@ enum PState {
 #[repr(align(128))]
 struct NodeCounts {
     /// Idle P's of the node. Read without the lock by submitters; changed
-    /// under it. SeqCst: the parker's side of the barrier (see above).
+    /// under it. SeqCst: the parker's side of the barrier (module docs).
     npidle: AtomicUsize,
     /// M's of the node looking for work to steal. SeqCst for the same barrier.
     nmspinning: AtomicUsize,
@@ -281,7 +249,7 @@ impl Idle {
     /// is held by an M: only those can have work to steal, since an idle
     /// P's ring is empty (its M emptied it before parking, and only the
     /// owner pushes there). A stale answer only costs a needless scan, or
-    /// leaves work to the submitters' wake-ups (the barrier below), which
+    /// leaves work to the submitters' wake-ups (the barrier), which
     /// do not count on spinners.
     pub(crate) fn others_busy(&self, node: usize) -> bool {
         self.busy(node) > 1

@@ -18,7 +18,7 @@ pub(crate) struct Inject {
     /// Mirrors `queue.len()`. Written under the lock (Release), read without
     /// it (Acquire): a reader that sees `len > 0` and then locks finds the
     /// task; a stale 0 is covered by the park/unpark barrier (see
-    /// docs/architecture.md, "Parking and the barrier").
+    /// docs/architecture.md, "Why no wake-up is lost").
     len: AtomicUsize,
 }
 

@@ -3,19 +3,29 @@
 //!
 //! - [`processor`]: a P's shared face (what thieves and wakers see) and its
 //!   `Core` (what only the M holding it touches).
-//! - [`machine`]: an M's run loop: find a task, poll it, park.
+//! - [`machine`]: an M's shared face (its node, pinned queue, seat, hand-off
+//!   slot) and the set of M threads.
+//! - [`lifecycle`]: an M's life: its thread, node binding, hand-off of a P,
+//!   the node's pool of M's without a P.
+//! - [`worker`]: the scheduling loop of an M holding a P: find a task, poll
+//!   it, park.
+//! - [`seat`]: where a P's core sits while its M polls or is in the driver,
+//!   and sysmon's retake of it.
 //! - [`idle`]: idle P's and spinning M's.
 //! - [`inject`]: node run queues and P inboxes.
 //! - [`local`]: each M's (and `block_on`'s) queue of pinned tasks.
 //! - [`context`]: the thread-local runtime, M and P of the current thread.
+//! - [`thread_life`]: what every runtime thread does first and last.
 //! - [`blocking_pool`]: the blocking pool behind `spawn_blocking`.
 //!
 //! The scheduler is the executor's ground floor: it reads `Config` and
 //! writes `counters`, both below it; `Runtime`, `Handle`, `Builder` and the
 //! metrics views sit above and only look down.
 //!
-//! docs/architecture.md walks through the whole loop; comments marked
-//! "(barrier)" point at its "Parking and the barrier" section.
+//! docs/architecture.md walks through the whole loop; park and wake, which
+//! span this module and the reactor's drivers, are its "Idle P's and parked
+//! M's: the park/unpark protocol", and comments marked "(barrier)" point at
+//! that section's "Why no wake-up is lost".
 
 pub(crate) mod batch;
 pub(crate) mod blocking_pool;
@@ -560,7 +570,7 @@ impl Shared {
     /// (every P inside a task), wake an idle P of the nearest node that has
     /// one instead, unless a spinner of another node already looks.
     /// Called after making work available. (barrier: submitter side; see
-    /// the `idle` module)
+    /// docs/architecture.md, "Why no wake-up is lost")
     pub(crate) fn wake_idle_p(&self, node: usize) {
         // Pairs with the fence in `Worker::park` after the parker released
         // its P and stopped spinning: either we see its idle P / lack of

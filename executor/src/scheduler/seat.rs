@@ -10,7 +10,9 @@
 //! pushes to the local queue (`context::with_core`), a root spawn reads the
 //! P's index (`context::current_p_of`), `block_in_place` takes the core to
 //! hand it away (and puts it back if no M could take it). The same seat
-//! holds the core while the M's driver fires wakers (`Worker::poll_driver`).
+//! holds the core while the M is in its P's driver (`Worker::poll_driver`),
+//! polling or parked, so the wakers the driver fires reach the P's queue
+//! (docs/architecture.md, "Parking, step by step", step 5).
 //!
 //! # Retake
 //!

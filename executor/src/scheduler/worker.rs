@@ -1,8 +1,8 @@
 //! The scheduling loop: what an M does while it holds a P.
 //!
 //! The loop (docs/architecture.md, "The scheduling loop"):
-//! 1. every `global_queue_interval`-th tick: this M's pinned tasks, the P's
-//!    inbox, the node queue — one task, for fairness;
+//! 1. every `global_queue_interval`-th tick: this M's pinned tasks (one),
+//!    then a batch from the P's inbox or the node queue, for fairness;
 //! 2. every `event_interval`-th tick: poll the P's driver without blocking;
 //! 3. `runnext` (at most `MAX_LIFO_POLLS` in a row), the batch queue (at most
 //!    `MAX_BATCH_RUN` in a row), then the local ring;
@@ -10,11 +10,14 @@
 //! 5. the driver without blocking;
 //! 6. steal (if spinning is allowed): same-node P's, then remote node
 //!    queues, then remote P's;
-//! 7. park in the P's driver, after the barrier.
+//! 7. park in the P's driver ([`Worker::park`]; the protocol, both crates'
+//!    steps of it and its barrier: docs/architecture.md, "Idle P's and
+//!    parked M's: the park/unpark protocol").
 //!
 //! The thread's life around the loop (start, node binding, hand-off, the
-//! pool of M's without a P) is `machine.rs`; the thread-local that lets a
-//! waker reach the running P's queue is `context.rs`.
+//! pool of M's without a P) is `lifecycle.rs`, the M's shared face
+//! `machine.rs`; the thread-local that lets a waker reach the running P's
+//! queue is `context.rs`.
 
 use super::machine::Machine;
 use super::processor::Core;
@@ -528,7 +531,7 @@ impl Worker {
             return None;
         }
         // Other nodes only where nobody of their own can take the work: no
-        // idle P, no spinning M (see the `idle` module, "Per node").
+        // idle P, no spinning M (docs/architecture.md, "Per node").
         for &rn in &node.remote_order {
             if !shared.saturated(rn) {
                 continue;
@@ -655,7 +658,7 @@ impl Worker {
 
     /// Releases the P, runs the barrier and re-check, then parks in the P's
     /// driver. Returns with the P held again, spinning if woken to spin.
-    /// The protocol is explained in the `idle` module (and docs/architecture.md).
+    /// These are steps 1–7 of docs/architecture.md, "Parking, step by step".
     fn park(&self, core: BoxCore) -> Option<BoxCore> {
         let shared = &*self.shared;
         let idx = core.index;

@@ -1,53 +1,47 @@
-//! The watch monitor: a thread that takes the watcher role away from an M
-//! that has been running tasks for a while, so the node's pollers are never
-//! left unwatched behind a long poll.
-//!
-//! A watcher woken by I/O keeps the role while it runs the woken tasks (see
-//! [`super::watch`]): that is what makes the light-load request path free of
-//! system calls. If one of those tasks runs long (a CPU-heavy handler, a
-//! blocking call), nobody watches the node's pollers meanwhile — not even the
-//! pollers of idle P's, whose M's sleep on their own eventfds. Go has the same
-//! hole around its netpoller and closes it with sysmon, which polls the
-//! network when nobody has for 10 ms. This is that part of sysmon, per node:
+//! The monitor thread, the reactor's part of Go's sysmon: one per reactor,
+//! started where the watcher role can move, when the executor installs its
+//! sysmon ([`SysmonHook`], [`Reactor::set_sysmon`]) or when the clock is
+//! paused ([`Reactor::pause_clock`]). It holds the
+//! reactor weakly and ends when the reactor shuts down or is dropped. Its
+//! place in park and wake, and the measurements behind its rules, are in
+//! docs/architecture.md, "Idle P's and parked M's: the park/unpark
+//! protocol" (the monitor under "Waking: who wakes whom"; "Rescuing it").
+//! What it does:
 //!
 //! - it sleeps 20 µs, doubling up to 10 ms while it finds nothing to do
 //!   (Go's sysmon figures);
-//! - at each tick, for each node whose watcher is out of its park and has not
-//!   come back since the previous tick (its wake-up count did not move), and
-//!   whose watch epoll shows a poller with events that nobody has drained
-//!   since the previous tick, it hands the role to a parked candidate
-//!   ([`super::watch::Role::rescue`]): two `epoll_ctl`s; the new watcher
-//!   wakes at once for the waiting event. A watcher that keeps running
-//!   because every task it runs readies the next one on its own poller (one
-//!   echo connection: it finds each in its non-blocking poll and never
-//!   parks) keeps the role: taking it away on time alone, as this did
-//!   first, woke the parked M for the very next event, and the two M's then
-//!   passed the connection back and forth (0.4 to 0.6 context switches per
-//!   echo round trip, against tokio's 0);
-//! - at each tick, it polls (without blocking) every P's io poller that
-//!   nobody has drained for 10 ms while no parked watcher watches its node
-//!   — every M of the node busy, as when the only M is stuck in a long
-//!   poll — and fires what it finds on its own thread (Go's sysmon
-//!   `netpoll(0)`; [`poll_unwatched`]). Due timers are timerfd events in
-//!   those pollers, so a due timer on a busy P is covered too: the
-//!   executor queues the woken tasks on the P's node and wakes an idle P;
-//! - when every M of the runtime is parked and none woke during the last
-//!   tick, it sleeps until one leaves its park ([`Monitor::kick`]), so an
-//!   idle runtime makes no system call at all, while light load (an M waking
-//!   every few hundred microseconds) costs one monitor wake-up per 10 ms
-//!   rather than a kick per request.
+//! - the **rescue**, at each tick: for each node whose watcher is out of its
+//!   park and has not come back since the previous tick (its wake-up count
+//!   did not move), it first gives the watch back if that holder hosts it
+//!   ([`super::watch::Role::release_host`]) and judges at the next tick;
+//!   otherwise, if the node's watch epoll shows a poller with events that
+//!   nobody has drained since the previous tick ([`Ready::stale`]), it hands
+//!   the role to a parked candidate ([`super::watch::Role::rescue`]): two
+//!   `epoll_ctl`s, and the new watcher wakes at once for the waiting event.
+//!   Evidence, not time alone: a watcher whose every task readies the next
+//!   one on its own poller keeps the role (taken on time alone, one echo
+//!   connection passed back and forth between two M's);
+//! - the **network poll**, at each tick ([`poll_unwatched`], Go's sysmon
+//!   `netpoll(0)`): every P's io poller that nobody has drained for 10 ms
+//!   while no parked watcher watches its node is polled without blocking,
+//!   and what it finds is fired here;
+//! - the executor's round ([`SysmonHook::tick`]): stall reports, retake,
+//!   schedtrace, the deadlock diagnostic;
+//! - the **deep sleep**: when every M of the runtime is parked and none woke
+//!   during the last tick, it sleeps until an M leaves its park
+//!   ([`Monitor::kick`]), so an idle runtime makes no system call, while
+//!   light load (an M waking every few hundred microseconds) costs one
+//!   monitor wake-up per 10 ms rather than a kick per request.
 //!
 //! The deep sleep and the kick are a Dekker pair: the monitor sets `sleeping`
 //! then reads every P's parked flag; an M clears its parked flag (in
 //! `Driver::park`) then reads `sleeping`. Either the monitor sees the running
 //! M and stays awake, or the M sees the monitor asleep and kicks it.
-//!
-//! The thread holds the reactor only weakly and ends when the reactor shuts
-//! down or is dropped. The executor's sysmon (stall reports, retake,
-//! schedtrace, the deadlock diagnostic) runs in it through [`SysmonHook`].
 
+use super::dispatch::{help, Help};
 use super::io::Wakeups;
-use super::{help, Help, Ops, Shared, SysmonHook, UNPARK_IN_WATCH};
+use super::watch_ops::Ops;
+use super::{NodeWatch, Reactor, Shared, UNPARK_IN_WATCH};
 use crate::sys;
 use std::sync::atomic::{
     AtomicBool,
@@ -64,6 +58,49 @@ const MAX_DELAY: Duration = Duration::from_millis(10);
 /// watches its node, before the monitor polls it itself (Go's sysmon
 /// polls the network when nobody has for 10 ms).
 const UNWATCHED_POLL: Duration = Duration::from_millis(10);
+
+/// The executor's part of the monitor thread (Go's sysmon): called at every
+/// monitor tick, between 20 µs and 10 ms apart while the runtime runs.
+pub trait SysmonHook: Send + Sync {
+    /// One round. `idle`: every M is parked and none woke during the last
+    /// tick, so the monitor is about to sleep until an M leaves its park.
+    /// Returns the longest the monitor may sleep before the next round
+    /// (`None`: no limit of the hook's own), e.g. for a periodic trace.
+    fn tick(&self, idle: bool) -> Option<Duration>;
+
+    /// Whether the executor's side of the runtime is idle for paused time's
+    /// auto-advance: no task runnable or running, no `block_on` awake, no
+    /// blocking work. Called by whichever thread auto-advances, under the
+    /// advance lock (see `driver::paused`). The default says yes: only the
+    /// M's parked flags then decide.
+    fn runtime_idle(&self) -> bool {
+        true
+    }
+}
+
+impl Reactor {
+    /// Installs the runtime's sysmon: `hook` runs on the monitor thread at
+    /// every tick (see [`SysmonHook`]), and the monitor thread is started if
+    /// the watcher alone did not need it.
+    pub fn set_sysmon(&self, hook: Weak<dyn SysmonHook>) -> std::io::Result<()> {
+        self.shared.monitor.set_hook(hook);
+        self.shared.monitor.start(&self.shared)
+    }
+
+    /// Installs the runtime's sysmon without starting the monitor thread:
+    /// `hook` runs once the thread runs, because the watcher role needs it
+    /// or the clock is paused ([`Reactor::pause_clock`]).
+    pub fn set_sysmon_hook(&self, hook: Weak<dyn SysmonHook>) {
+        self.shared.monitor.set_hook(hook);
+    }
+
+    /// Wakes the monitor thread if it sleeps until an M leaves its park: a
+    /// thread outside the runtime (a parking `block_on`) has news for the
+    /// sysmon hook. One SeqCst load when it is awake.
+    pub fn kick_monitor(&self) {
+        self.shared.monitor.kick();
+    }
+}
 
 pub(super) struct Monitor {
     /// True while the thread sleeps until kicked. SeqCst: the monitor's side
@@ -327,7 +364,7 @@ impl Ready {
     /// ready while their own ready lists are not empty. Unpark eventfds in
     /// it are left out (an unparked running M runs the work itself). A
     /// failed wait counts as stale: rescuing is the safe side.
-    fn stale(&mut self, watch: &super::NodeWatch, before: &[u64], now: &[u64]) -> bool {
+    fn stale(&mut self, watch: &NodeWatch, before: &[u64], now: &[u64]) -> bool {
         let want = watch.procs.max(1) * 2;
         if self.buf.len() < want {
             self.buf

@@ -1,4 +1,5 @@
-//! The unpark flag in front of a P's eventfd.
+//! The unpark flag in front of a P's eventfd (pair 3 of docs/architecture.md,
+//! "Why no wake-up is lost").
 //!
 //! `notified` saves an eventfd write (a syscall) per unpark while an unpark
 //! is already pending. The order of the two steps on the consuming side

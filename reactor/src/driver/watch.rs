@@ -1,52 +1,38 @@
-//! The node watch: at most one idle M per node — the **watcher** — blocks on
-//! the pollers of every P of its node; every other idle M sleeps on its own
-//! eventfd. Go's shape ("at most one M blocks in the netpoller"), per node.
+//! The watcher role of a node: at most one idle M per node — the
+//! **watcher** — blocks on the pollers of every P of its node; every other
+//! idle M sleeps on its own eventfd (Go's "at most one M blocks in the
+//! netpoller", per node). Where each M blocks, how park and wake fit
+//! together and why no wake-up is lost are docs/architecture.md, "Idle P's
+//! and parked M's: the park/unpark protocol"; the rules' measurements are
+//! its "One event wakes one thread".
 //!
-//! Each node has a *watch epoll* (level-triggered) holding the io poller of
-//! every P of the node. It is registered, switched off, in the park epolls of
-//! the node's first [`CANDIDATES`] P's; the watcher's entry is switched on.
-//! Moving the role is two `EPOLL_CTL_MOD`s, no wake-up and no loop check.
+//! This file owns the role's state (who holds it, under one lock per node,
+//! taken by the node's M's once per park and by the monitor) and its rules,
+//! one function each:
 //!
-//! The rules, all under one lock per node (uncontended: only the node's M's
-//! take it, once per park):
-//!
-//! - **Taking the role** ([`Role::on_park`]): an M about to block takes the
-//!   role if nobody holds it, or if the holder is not parked (it is running
-//!   tasks, so nobody watches): Go's "an idle M becomes the poller when nobody
-//!   polls". Otherwise it sleeps on its own eventfd only.
+//! - **Taking the role** ([`Role::on_park`]): a candidate about to block
+//!   takes it if nobody holds it or the holder is not parked.
 //! - **Keeping it** ([`Role::on_leave`] with `hand_off == false`): a watcher
-//!   that wakes for I/O keeps the role while it runs the woken tasks, and is
-//!   back in its epoll a few microseconds later. No syscall on that path: it
-//!   is the light-load request path, one context switch per request, and in a
-//!   ping-pong between two tasks of the node the watcher finds the next event
-//!   already there when it parks (no context switch at all).
+//!   woken by I/O keeps the role while it runs the woken tasks.
 //! - **Handing it on** (`hand_off == true`): a watcher woken by an unpark
-//!   (new work pushed to its P, or woken to spin) is joining general work and
-//!   may stay busy: it gives the role to a parked candidate, so a busy P's
-//!   events keep being watched. With no candidate parked it keeps the role
-//!   (as under the previous rule) until the next M parks.
+//!   gives the role to a parked candidate, or keeps it if none is parked.
+//! - **Rescuing it** ([`Role::rescue`], [`Role::release_host`]): the monitor
+//!   ([`super::monitor`]) moves the role from a holder that stays out of its
+//!   park, giving back the watch first if that holder hosts it.
 //!
-//! - **Rescuing it** ([`Role::rescue`]): a watcher woken by I/O whose task
-//!   then runs long would leave the node's pollers unwatched (the other parked
-//!   M's sleep on their eventfds). The next M of the node that parks takes
-//!   the role over (rule one); failing that, the monitor thread
-//!   ([`super::monitor`]) moves it to a parked candidate once the watcher has
-//!   been out for a tick (20 µs to 10 ms, Go's sysmon figures).
-//!
-//! The invariant under the lock: P `p` has entries switched on (the watch
-//! epoll in its park epoll, or its unpark eventfd in the watch epoll), or
-//! hosts the watch epoll in its own io poller (the driver's "Hosting"), only
-//! if `watcher == Some(p)`, and the watcher has one on. Moving the role
-//! therefore gives the watch back first ([`WatchOps::disarm`]). An M that holds the
-//! role as it parks blocks on the watch epoll itself, its eventfd switched
-//! on there (one level less, one `epoll_wait` less per event: it is how a
-//! watcher that keeps the role parks); an M handed the role as it sleeps
-//! sees the watch through its park epoll until its next park. Each move of
-//! the role costs two `epoll_ctl`s: one on, one off. The race of a hand-off to an M that is
-//! waking up is closed by order: an M marks itself unparked *before* it takes
-//! the lock to leave, and marks itself parked *before* it takes the lock to
-//! park; the handing or taking M reads the parked flags *under* the lock. The
-//! loom models below check it.
+//! The epoll calls are behind [`WatchOps`] (implemented on the real
+//! descriptors by `super::watch_ops`), so the loom models below run this
+//! very code. The invariant under the lock: P `p` has entries switched on
+//! (the watch epoll in its park epoll, or its unpark eventfd in the watch
+//! epoll), or hosts the watch epoll in its own io poller, only if
+//! `watcher == Some(p)`, and the watcher has one on; moving the role
+//! therefore gives the watch back first ([`WatchOps::disarm`]). A move costs
+//! two `epoll_ctl`s, one on and one off (two more if the old holder hosted
+//! the watch). The race of a hand-off with an M that is waking up is closed
+//! by order: an M marks itself unparked *before* it takes the lock to
+//! leave, and parked *before* it takes the lock to park; the handing or
+//! taking side reads the parked flags *under* the lock. The loom models
+//! below check it.
 
 #[cfg(loom)]
 use loom::sync::Mutex;

@@ -1,0 +1,118 @@
+//! What the drivers count, and the reactor's diagnostics: [`Stats`], one
+//! P's counters (written by whichever M is in its driver, read by the
+//! monitor to tell whether anybody looked at a poller); [`DriverStats`],
+//! their public copy for the executor's metrics; and the reactor's looks at
+//! its sources, timers and watchers (the deadlock diagnostic's and sysmon's).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use super::{PState, Reactor};
+
+/// Counters of one driver, written by whichever M is in it (Relaxed: they
+/// order nothing).
+#[derive(Default)]
+pub(super) struct Stats {
+    pub(super) wakeups: AtomicU64,
+    pub(super) helps: AtomicU64,
+    pub(super) handoffs: AtomicU64,
+    /// Drains of the P's io poller (by its M, a watcher or the monitor),
+    /// counted under the poller's lock: the monitor polls a poller whose
+    /// count stays still while nobody watches it (see `monitor`).
+    pub(super) drains: AtomicU64,
+    /// Sources moved to this P's poller because their task runs here (see
+    /// `registration`, "A source follows its task").
+    pub(super) moves_in: AtomicU64,
+    /// Times this P's io poller took its node's watch epoll in (hosting,
+    /// see `watch_ops`).
+    pub(super) hostings: AtomicU64,
+}
+
+/// What one P's driver did since the reactor was built.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DriverStats {
+    /// Times the M parked in this driver woke from its blocking wait.
+    pub wakeups: u64,
+    /// Times the M parked here, as its node's watcher, drained another P's
+    /// poller on its behalf.
+    pub helps: u64,
+    /// Times this P's M, unparked for new work while it was its node's
+    /// watcher, handed the role to another parked M.
+    pub watch_handoffs: u64,
+    /// Sources moved into this P's poller from another P's because the task
+    /// using them kept running here (see the reactor's registration docs).
+    pub sources_moved_in: u64,
+    /// Times this P's io poller took its node's watch epoll in, so that its
+    /// M, holding the watcher role, blocks on its own poller (one
+    /// `epoll_wait` per event on it instead of two; see docs/architecture.md,
+    /// "Hosting").
+    pub watch_hostings: u64,
+}
+
+impl PState {
+    /// Counts a drain of the io poller (the monitor's "nobody looked").
+    /// Called under the poller's lock, so a plain load and store (no RMW).
+    pub(super) fn count_drain(&self) {
+        let drains = &self.stats.drains;
+        drains.store(
+            drains.load(Ordering::Relaxed).wrapping_add(1),
+            Ordering::Relaxed,
+        );
+    }
+}
+
+impl Reactor {
+    /// What P `index`'s driver did: wake-ups, helps, watcher hand-offs.
+    pub fn driver_stats(&self, index: usize) -> DriverStats {
+        let st = &self.shared.ps[index].stats;
+        DriverStats {
+            wakeups: st.wakeups.load(Ordering::Relaxed),
+            helps: st.helps.load(Ordering::Relaxed),
+            watch_handoffs: st.handoffs.load(Ordering::Relaxed),
+            sources_moved_in: st.moves_in.load(Ordering::Relaxed),
+            watch_hostings: st.hostings.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The P whose M holds `node`'s watcher role now, if any.
+    pub fn watcher(&self, node: usize) -> Option<usize> {
+        self.shared.nodes.get(node).and_then(|w| w.role.watcher())
+    }
+
+    /// Diagnostics: sources currently registered across all P's.
+    pub fn registered_sources(&self) -> usize {
+        let lock = |p: &PState| p.sources.lock().unwrap_or_else(|e| e.into_inner()).len();
+        self.shared.ps.iter().map(lock).sum()
+    }
+
+    /// Diagnostics: timers currently pending across all P's.
+    pub fn pending_timers(&self) -> usize {
+        self.shared.ps.iter().map(|p| p.timers.len()).sum()
+    }
+
+    /// Diagnostics: P `index`'s registered sources and pending timers.
+    pub fn proc_sources_and_timers(&self, index: usize) -> (usize, usize) {
+        let p = &self.shared.ps[index];
+        let sources = p.sources.lock().unwrap_or_else(|e| e.into_inner()).len();
+        (sources, p.timers.len())
+    }
+
+    /// The earliest pending timer of P `index` (sysmon: a due timer on a
+    /// stuck P is work waiting for it).
+    pub fn next_timer_of(&self, index: usize) -> Option<Instant> {
+        self.shared.ps[index].timers.next_deadline()
+    }
+
+    /// Diagnostics: sources on which a task waits (a stored waker), across
+    /// all P's. Locks every source in turn: for rare checks (the deadlock
+    /// diagnostic), not for hot paths.
+    pub fn io_waiters(&self) -> usize {
+        let mut n = 0;
+        for p in self.shared.ps.iter() {
+            let sources = p.sources.lock().unwrap_or_else(|e| e.into_inner());
+            n += sources.iter().filter(|io| io.has_waiters()).count();
+        }
+        n
+    }
+}

@@ -1,0 +1,176 @@
+//! The epoll side of the watcher role: [`Ops`] implements the role
+//! protocol's [`WatchOps`] (its rules and loom models are
+//! [`super::watch`]) on one node's real descriptors. All of it runs under
+//! the node's role lock.
+//!
+//! **Arming.** Each P has two role entries, both registered switched off
+//! (`super::setup`): its unpark eventfd in the watch epoll (on while its
+//! M, holding the role, blocks on the watch epoll itself: *direct*) and
+//! the watch epoll in its park epoll (on while its M, handed the role
+//! while asleep, sees the watch through its park epoll: *nested*). Only an
+//! entry not on yet costs an `EPOLL_CTL_MOD` ([`super::PState::armed`]).
+//!
+//! **Hosting.** A holder whose recent wake-ups came from its own poller
+//! alone (the score in `super::park`) moves the watch into its own io
+//! poller, so that its own events cost one `epoll_wait`: [`Ops::host`]
+//! takes its poller out of the watch (`EPOLL_CTL_DEL`) and then the watch
+//! into its poller (`EPOLL_CTL_ADD`, tagged [`WATCH_IN_IO`]); the other
+//! order is a loop the kernel refuses. The invariant: only the role holder
+//! hosts. Every move of the role first gives the watch back
+//! ([`WatchOps::disarm`] unhosts: delete, then re-add the poller to the
+//! watch), so whoever watches next sees that poller again; nobody unhosts a
+//! parked holder. Adding an epoll runs the kernel's loop check under a
+//! global mutex, which is why hosting changes only when the score crosses
+//! its bounds or the role moves, and why the role itself moves by
+//! `EPOLL_CTL_MOD` only. docs/architecture.md, "Hosting", has the
+//! measurements.
+
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
+
+use super::watch::WatchOps;
+use super::{NodeWatch, Shared, UNPARK_IN_WATCH, WATCH_IN_IO, WATCH_TAG};
+use crate::sys;
+
+/// The role protocol's view of one node's P's (see [`WatchOps`]).
+pub(super) struct Ops<'a> {
+    pub(super) shared: &'a Shared,
+    pub(super) watch: &'a NodeWatch,
+    /// Whether the M arming itself direct wants its P to host the watch
+    /// (only `arm(me, true)` from its own park reads it).
+    pub(super) host: bool,
+}
+
+/// P `p`'s unpark eventfd is switched on in the watch epoll (`PState::armed`).
+pub(super) const ARMED_DIRECT: u8 = 1;
+/// The watch epoll is switched on in P `p`'s park epoll (`PState::armed`).
+pub(super) const ARMED_NESTED: u8 = 2;
+
+impl Ops<'_> {
+    /// Switches one of P `p`'s two role entries on or off.
+    fn set(&self, p: usize, bit: u8, on: bool) -> std::io::Result<()> {
+        let ps = &self.shared.ps[p];
+        if bit == ARMED_DIRECT {
+            sys::epoll_set_level(
+                &self.watch.epoll,
+                ps.unpark.as_raw_fd(),
+                UNPARK_IN_WATCH | p as u64,
+                on,
+            )
+        } else {
+            sys::epoll_set_level(&ps.park, self.watch.epoll.as_raw_fd(), WATCH_TAG, on)
+        }
+    }
+}
+
+impl Ops<'_> {
+    /// Moves the watch epoll into P `p`'s io poller: out of the watch
+    /// first (the kernel refuses a loop), then in. Under the role lock, for
+    /// the holder. On failure everything is as it was.
+    fn host(&self, p: usize) -> std::io::Result<()> {
+        let ps = &self.shared.ps[p];
+        let watch = self.watch.epoll.as_raw_fd();
+        sys::epoll_unnest(watch, ps.io_fd)?;
+        if let Err(e) = sys::epoll_nest(ps.io_fd, watch, WATCH_IN_IO) {
+            self.rejoin(p);
+            return Err(e);
+        }
+        // Relaxed: under the role lock (see `PState::hosted`).
+        ps.hosted.store(true, Ordering::Relaxed);
+        ps.stats.hostings.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Puts P `p`'s io poller back into the watch (it no longer holds it).
+    fn rejoin(&self, p: usize) -> bool {
+        let ps = &self.shared.ps[p];
+        match sys::epoll_nest(self.watch.epoll.as_raw_fd(), ps.io_fd, p as u64) {
+            Ok(()) => true,
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => true,
+            Err(e) => {
+                // Only ENOMEM/ENOSPC: the watcher cannot see this poller
+                // until a later unhost succeeds; the monitor polls it every
+                // 10 ms meanwhile (`monitor::poll_unwatched`).
+                eprintln!(
+                    "numa_rt: P{p}'s io poller could not rejoin its node's watch ({e}); \
+                     its events are polled by the monitor until it does"
+                );
+                false
+            }
+        }
+    }
+}
+
+impl WatchOps for Ops<'_> {
+    fn arm(&self, p: usize, direct: bool) -> std::io::Result<()> {
+        let ps = &self.shared.ps[p];
+        let bit = if direct { ARMED_DIRECT } else { ARMED_NESTED };
+        // Relaxed: only read and written under the role lock.
+        let armed = ps.armed.load(Ordering::Relaxed);
+        if armed & bit == 0 {
+            let r = self.set(p, bit, true);
+            debug_assert!(r.is_ok(), "arming the watch for P{p}: {r:?}");
+            r?;
+            ps.armed.store(armed | bit, Ordering::Relaxed);
+        }
+        if direct {
+            // Relaxed: as above.
+            let hosted = ps.hosted.load(Ordering::Relaxed);
+            if self.host && !hosted {
+                // Best effort: not hosting is correct, one wait slower.
+                let _ = self.host(p);
+            } else if !self.host && hosted {
+                self.unhost(p);
+            }
+        }
+        Ok(())
+    }
+    fn disarm(&self, p: usize) {
+        self.unhost(p);
+        let ps = &self.shared.ps[p];
+        // Relaxed: as in `arm`.
+        let armed = ps.armed.load(Ordering::Relaxed);
+        let mut left = 0;
+        for bit in [ARMED_DIRECT, ARMED_NESTED] {
+            if armed & bit != 0 {
+                let r = self.set(p, bit, false);
+                debug_assert!(r.is_ok(), "disarming the watch for P{p}: {r:?}");
+                // An entry that could not be switched off stays recorded,
+                // so the next disarm tries again.
+                if r.is_err() {
+                    left |= bit;
+                }
+            }
+        }
+        ps.armed.store(left, Ordering::Relaxed);
+    }
+    fn unhost(&self, p: usize) {
+        let ps = &self.shared.ps[p];
+        // Relaxed: under the role lock (see `PState::hosted`).
+        if !ps.hosted.load(Ordering::Relaxed) {
+            return;
+        }
+        let watch = self.watch.epoll.as_raw_fd();
+        match sys::epoll_unnest(ps.io_fd, watch) {
+            Ok(()) => {}
+            // A previous attempt got this far.
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+            Err(e) => {
+                debug_assert!(false, "taking the watch out of P{p}'s poller: {e}");
+                return;
+            }
+        }
+        if self.rejoin(p) {
+            ps.hosted.store(false, Ordering::Relaxed);
+        } else {
+            // Keep hosting rather than leave the poller in neither; `hosted`
+            // stays set, so the next unhost tries again.
+            let _ = sys::epoll_nest(ps.io_fd, watch, WATCH_IN_IO);
+        }
+    }
+    fn is_parked(&self, p: usize) -> bool {
+        // SeqCst pairs with the stores around the owner's epoll_wait; read
+        // under the role lock (see `watch`).
+        self.shared.ps[p].parked.load(Ordering::SeqCst)
+    }
+}
