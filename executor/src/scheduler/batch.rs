@@ -42,14 +42,15 @@ pub(crate) fn live_batch(t: &TaskMeta, now_ms: u32) -> Option<BatchId> {
 }
 
 /// Learns from a wake edge: the task in a poll on `core` woke `wakee`.
-/// Returns the batch both are in now.
+/// Returns the bits of the batch both are in now (`TaskMeta::batch_bits`;
+/// 0: none).
 ///
 /// Must be called only from inside a task's poll on the M holding `core`
 /// (`Shared::schedule` through `context::with_core`, not from the driver).
 #[inline]
-pub(crate) fn learn_edge(core: &Core, wakee: &TaskMeta, m: &ProcCounters) -> Option<BatchId> {
+pub(crate) fn learn_edge(core: &Core, wakee: &TaskMeta, m: &ProcCounters) -> u32 {
     if core.running_meta == 0 {
-        return None;
+        return 0;
     }
     // SAFETY: `running_meta` is set by `Worker::run_task` before every poll
     // on this P, and we run inside a poll on this P (the caller's
@@ -63,36 +64,29 @@ pub(crate) fn learn_edge(core: &Core, wakee: &TaskMeta, m: &ProcCounters) -> Opt
     let bits = waker.batch_bits();
     if bits != 0 && wakee.batch_bits() == bits {
         m.batch_wakes.incr();
-        return waker.batch();
+        return bits;
     }
     join(core, waker, wakee, m)
 }
 
 /// The rest of [`learn_edge`]: someone joins a batch.
 #[inline(never)]
-fn join(core: &Core, waker: &TaskMeta, wakee: &TaskMeta, m: &ProcCounters) -> Option<BatchId> {
+fn join(core: &Core, waker: &TaskMeta, wakee: &TaskMeta, m: &ProcCounters) -> u32 {
     if std::ptr::eq(waker, wakee) {
-        return waker.batch(); // a task waking itself says nothing
+        return waker.batch_bits(); // a task waking itself says nothing
     }
     let now = core.clock_ms;
-    let b = match (waker.batch(), live_batch(wakee, now)) {
-        (Some(a), _) => {
-            wakee.set_batch(a);
-            a
-        }
-        (None, Some(b)) => {
-            waker.set_batch(b);
-            b
-        }
+    match (waker.batch(), live_batch(wakee, now)) {
+        (Some(a), _) => wakee.set_batch(a),
+        (None, Some(b)) => waker.set_batch(b),
         (None, None) => {
             let id = batch_id_for(waker.id);
             waker.set_batch(id);
             wakee.set_batch(id);
-            id
         }
-    };
+    }
     m.batch_joins.incr();
-    Some(b)
+    waker.batch_bits()
 }
 
 #[cfg(all(test, not(loom)))]

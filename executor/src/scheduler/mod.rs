@@ -475,14 +475,13 @@ impl Shared {
             if yielded || in_driver {
                 core.queue.push_back(task, node);
             } else {
-                let p = &self.procs[core.index];
-                let b = if edge {
-                    batch::learn_edge(core, task.metadata(), &p.metrics)
+                let bits = if edge {
+                    batch::learn_edge(core, task.metadata(), &self.procs[core.index].metrics)
                 } else {
-                    None
+                    0
                 };
                 if let Some(old) = core.queue.swap_runnext(task) {
-                    self.queue_displaced(core, p, old, b);
+                    self.queue_displaced(core, old, bits);
                 }
             }
             (core.node, in_driver)
@@ -506,25 +505,22 @@ impl Shared {
     }
 
     /// Where the task a wake displaced from `runnext` goes: the batch queue
-    /// when it is in the waker's batch `b` and no P of the node is idle to
-    /// take it (occam-π: a batch is split only when another processor is
-    /// idle), otherwise the ring's tail, as in Go.
-    #[inline]
-    fn queue_displaced(
-        &self,
-        core: &mut Core,
-        p: &Processor,
-        old: Runnable,
-        b: Option<task::BatchId>,
-    ) {
-        if let Some(b) = b {
-            if core.bq.len() < processor::BATCH_QUEUE_CAP
-                && batch::live_batch(old.metadata(), core.clock_ms) == Some(b)
-                && self.idle.node_npidle_hint(core.node) == 0
-            {
-                p.metrics.batch_queued.incr();
-                return core.bq_push(old, p);
-            }
+    /// when it is in the waker's batch (`bits`, see `batch::learn_edge`) and
+    /// no P of the node is idle to take it (occam-π: a batch is split only
+    /// when another processor is idle), otherwise the ring's tail, as in Go.
+    /// Out of line: most wakes displace nothing, and the schedule function's
+    /// closure stays small enough to be inlined.
+    #[inline(never)]
+    fn queue_displaced(&self, core: &mut Core, old: Runnable, bits: u32) {
+        if bits != 0
+            && core.bq.len() < processor::BATCH_QUEUE_CAP
+            && old.metadata().batch_bits() == bits
+            && batch::live_batch(old.metadata(), core.clock_ms).is_some()
+            && self.idle.node_npidle_hint(core.node) == 0
+        {
+            let p = &self.procs[core.index];
+            p.metrics.batch_queued.incr();
+            return core.bq_push(old, p);
         }
         core.queue.push_back(old, &self.nodes[core.node].inject);
     }
