@@ -242,21 +242,23 @@ impl<T> Seat<T> {
     pub(crate) unsafe fn access<R>(&self, f: impl FnOnce(&mut Option<T>) -> R) -> Option<R> {
         // Relaxed: the owner reads its own flag. Set: outside a poll (the
         // driver firing wakers), where the seat is the owner's alone.
-        if self.in_use.load(Relaxed) {
-            // SAFETY: as `with_owned`; `f` does not re-enter (our caller).
-            return Some(self.slot.with_mut(|s| f(unsafe { &mut *s })));
-        }
+        let outside_poll = self.in_use.load(Relaxed);
         // SAFETY: forwarded from our caller (the owner).
-        if unsafe { self.claim() } != IDLE {
+        if !outside_poll && unsafe { self.claim() } != IDLE {
             // Release: like the end of an access (the monitor may now go).
             self.in_use.store(false, Release);
             return None;
         }
-        // SAFETY: claimed; `f` does not re-enter the seat (our caller).
+        // SAFETY: outside a poll the seat is ours (as `with_owned`); inside
+        // one we claimed it. `f` does not re-enter the seat (our caller).
+        // One call site for `f`, so that the schedule function's closure is
+        // inlined here rather than made a function of its own.
         let r = self.slot.with_mut(|s| f(unsafe { &mut *s }));
-        // Release: pairs with the monitor's Acquire load of `in_use`: our
-        // writes to the core happen before anything it does with it.
-        self.in_use.store(false, Release);
+        if !outside_poll {
+            // Release: pairs with the monitor's Acquire load of `in_use`:
+            // our writes to the core happen before anything it does with it.
+            self.in_use.store(false, Release);
+        }
         Some(r)
     }
 
