@@ -470,27 +470,42 @@ impl Shared {
             return;
         }
         task.metadata().note_scheduled();
+        // `Some(node)`: work went where a thief may take it (the ring), so
+        // an idle P of `node` may be worth waking.
         let task = match context::with_core(self, task, |core, in_driver, task| {
             let node = &self.nodes[core.node].inject;
-            if yielded || in_driver {
+            if in_driver {
                 core.queue.push_back(task, node);
+                None
+            } else if yielded {
+                core.queue.push_back(task, node);
+                Some(core.node)
             } else {
                 let bits = if edge {
                     batch::learn_edge(core, task.metadata(), &self.procs[core.index].metrics)
                 } else {
                     0
                 };
-                if let Some(old) = core.queue.swap_runnext(task) {
-                    self.queue_displaced(core, old, bits);
+                match core.queue.swap_runnext(task) {
+                    Some(old) => self.queue_displaced(core, old, bits).then_some(core.node),
+                    // A new task is new work (Go's `newproc` wakes a P): a
+                    // spawner that keeps running must not hold its child
+                    // back from an idle P.
+                    None => (!edge).then_some(core.node),
                 }
             }
-            (core.node, in_driver)
         }) {
-            // A task fired by this M's driver: the M is awake and runs it
-            // next; whether to wake a helper is decided once per dispatch,
-            // after the driver returns (`Worker::poll_driver`).
-            Ok((_, true)) => return,
-            Ok((node, false)) => return self.wake_idle_p_hint(node),
+            // Nothing a thief may take now: a woken task (and a displaced
+            // one kept in the batch queue) is this M's to run next,
+            // whatever happens, so nobody is woken (tokio's rule for its
+            // LIFO slot). Waking an idle P per `runnext` push, as Go's
+            // `ready` does, made it spin and steal one task of a ping-pong
+            // pair every ~40 messages at 2 workers, with a park and an
+            // unpark each (benches/channels.rs). A task fired by this M's
+            // driver: whether to wake a helper is decided once per
+            // dispatch, after the driver returns (`Worker::poll_driver`).
+            Ok(None) => return,
+            Ok(Some(node)) => return self.wake_idle_p_hint(node),
             Err(task) => task,
         };
         // Woken by the monitor polling a P's poller for it (see the
@@ -510,8 +525,9 @@ impl Shared {
     /// when another processor is idle), otherwise the ring's tail, as in Go.
     /// Out of line: most wakes displace nothing, and the schedule function's
     /// closure stays small enough to be inlined.
+    /// True if it went to the ring (a thief may take it).
     #[inline(never)]
-    fn queue_displaced(&self, core: &mut Core, old: Runnable, bits: u32) {
+    fn queue_displaced(&self, core: &mut Core, old: Runnable, bits: u32) -> bool {
         if bits != 0
             && core.bq.len() < processor::BATCH_QUEUE_CAP
             && old.metadata().batch_bits() == bits
@@ -520,9 +536,11 @@ impl Shared {
         {
             let p = &self.procs[core.index];
             p.metrics.batch_queued.incr();
-            return core.bq_push(old, p);
+            core.bq_push(old, p);
+            return false;
         }
         core.queue.push_back(old, &self.nodes[core.node].inject);
+        true
     }
 
     /// Picks a node for work that comes from outside the runtime, round-robin
