@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Markdown table of benches/channels.rs's criterion results.
+
+One row per workload x channel family x worker count (criterion groups
+`channels/<workload>/<family>/<workers>p`): the median time of one iteration
+for numa_rt, tokio and async_executor, the same per message (one value
+through one channel), and the ratios numa_rt/tokio and
+numa_rt/async_executor (below 1: numa_rt is faster).
+
+Usage:
+    python3 benches/channels_summary.py [criterion dir]
+    python3 benches/channels_summary.py --no-per-message
+
+Reads criterion's files with benches/summarize.py's loader (the criterion
+directory defaults the same way: $CARGO_TARGET_DIR/criterion, else
+target/criterion). Criterion keeps earlier runs' results, so a row shows
+whatever its group's last run measured: the header gives the time span.
+
+Standard library only.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import summarize  # noqa: E402
+
+WORKLOADS = ["ping_pong", "pipeline", "fan_in", "req_resp"]
+FAMILIES = ["tokio", "async"]
+# Messages (values through one channel) per iteration: keep in step with
+# Workload::messages in benches/channels.rs at the default scale.
+MESSAGES = {
+    "ping_pong": 2 * 10_000,
+    "pipeline": 7 * 100_000,
+    "fan_in": 64 * 1_000,
+    "req_resp": 16 * 2 * 1_000,
+}
+
+
+def parse(group):
+    """`channels/<workload>/<family>/<workers>p` -> (workload, family, workers)."""
+    parts = group.split("/")
+    if len(parts) != 4 or parts[0] != "channels" or not parts[3].endswith("p"):
+        return None
+    try:
+        workers = int(parts[3][:-1])
+    except ValueError:
+        return None
+    return parts[1], parts[2], workers
+
+
+def order(key):
+    workload, family, workers = key
+    w = WORKLOADS.index(workload) if workload in WORKLOADS else len(WORKLOADS)
+    f = FAMILIES.index(family) if family in FAMILIES else len(FAMILIES)
+    return (workers, w, f, workload, family)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("criterion_dir", nargs="?", type=Path, default=summarize.default_criterion_dir())
+    ap.add_argument("--no-per-message", action="store_true", help="leave out the ns/message columns")
+    args = ap.parse_args()
+
+    if not args.criterion_dir.is_dir():
+        sys.exit(f"no criterion results in {args.criterion_dir}: run `cargo bench --bench channels` first")
+    groups = {}
+    for g, fs in summarize.load(args.criterion_dir).items():
+        key = parse(g)
+        if key:
+            groups[key] = fs
+    if not groups:
+        sys.exit("no channels/ results: run `cargo bench --bench channels` first")
+
+    rts = summarize.RUNTIMES
+    header = ["workload", "channels", "workers", *rts]
+    if not args.no_per_message:
+        header += [f"{rt} ns/msg" for rt in rts]
+    header += ["numa_rt/tokio", "numa_rt/async_executor"]
+    rows = []
+    for key in sorted(groups, key=order):
+        workload, family, workers = key
+        fs = groups[key]
+        med = {rt: fs[rt][0] if rt in fs else None for rt in rts}
+        row = [f"`{workload}`", family, str(workers)]
+        row += [summarize.fmt_time(med[rt]) if med[rt] is not None else "–" for rt in rts]
+        if not args.no_per_message:
+            msgs = MESSAGES.get(workload)
+            row += [f"{med[rt] / msgs:.0f}" if med[rt] is not None and msgs else "–" for rt in rts]
+        row.append(summarize.fmt_ratio(med["numa_rt"], med["tokio"]))
+        row.append(summarize.fmt_ratio(med["numa_rt"], med["async_executor"]))
+        rows.append(row)
+
+    out = summarize.header_lines(groups={"/".join(map(str, k)): v for k, v in groups.items()})
+    out.append("Ratios below 1: numa_rt is faster. A message is one value through one channel.")
+    out.append("")
+    out.append(summarize.table(header, rows))
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()
