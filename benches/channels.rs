@@ -46,7 +46,8 @@
 //! task's future; `CHANNELS_PROBE=0` leaves the wrapper out, as criterion
 //! runs do) and the runtime's counters per message: numa_rt's polls,
 //! `runnext` polls, steals, parks, wake-ups and forced yields; tokio's
-//! parks (its other counters need `--cfg tokio_unstable`).
+//! parks, and with `RUSTFLAGS="--cfg tokio_unstable"` (in another
+//! `CARGO_TARGET_DIR`) its polls, schedules, steals and forced yields.
 //!
 //! ```text
 //! CHANNELS_ONCE=fan_in,tokio,numa_rt,2 target/release/deps/channels-<hash>
@@ -554,10 +555,26 @@ impl Counters for Tokio {
     fn counters(&self) -> Vec<(&'static str, u64)> {
         let m = self.block_on(async { tokio::runtime::Handle::current().metrics() });
         let sum = |f: &dyn Fn(usize) -> u64| (0..m.num_workers()).map(f).sum::<u64>();
-        vec![
+        #[allow(unused_mut)]
+        let mut counters = vec![
             ("parks", sum(&|w| m.worker_park_count(w))),
             ("park_unparks", sum(&|w| m.worker_park_unpark_count(w))),
-        ]
+        ];
+        // tokio's other counters exist only in a build with
+        // RUSTFLAGS="--cfg tokio_unstable" (use another CARGO_TARGET_DIR: the
+        // flag rebuilds every dependency).
+        #[cfg(tokio_unstable)]
+        counters.extend([
+            ("polls", sum(&|w| m.worker_poll_count(w))),
+            ("local_sched", sum(&|w| m.worker_local_schedule_count(w))),
+            ("remote_schedules", m.remote_schedule_count()),
+            ("tasks_stolen", sum(&|w| m.worker_steal_count(w))),
+            ("steals", sum(&|w| m.worker_steal_operations(w))),
+            ("overflows", sum(&|w| m.worker_overflow_count(w))),
+            ("noops", sum(&|w| m.worker_noop_count(w))),
+            ("forced_yields", m.budget_forced_yield_count()),
+        ]);
+        counters
     }
 }
 
