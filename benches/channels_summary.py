@@ -8,8 +8,13 @@ through one channel), and the ratios numa_rt/tokio and
 numa_rt/async_executor (below 1: numa_rt is faster).
 
 Usage:
-    python3 benches/channels_summary.py [criterion dir]
+    python3 benches/channels_summary.py [criterion dir ...]
     python3 benches/channels_summary.py --no-per-message
+
+With several criterion directories (copies of target/criterion kept after
+each of several runs), each cell is the median of the runs' medians and the
+ratio columns also give the range of the per-run ratios: on a shared
+machine one run's ratio can be off by 30% or more.
 
 Reads criterion's files with benches/summarize.py's loader (the criterion
 directory defaults the same way: $CARGO_TARGET_DIR/criterion, else
@@ -20,6 +25,7 @@ Standard library only.
 """
 
 import argparse
+import statistics
 import sys
 from pathlib import Path
 
@@ -59,19 +65,27 @@ def order(key):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("criterion_dir", nargs="?", type=Path, default=summarize.default_criterion_dir())
+    ap.add_argument("criterion_dirs", nargs="*", type=Path, default=[summarize.default_criterion_dir()])
     ap.add_argument("--no-per-message", action="store_true", help="leave out the ns/message columns")
     args = ap.parse_args()
 
-    if not args.criterion_dir.is_dir():
-        sys.exit(f"no criterion results in {args.criterion_dir}: run `cargo bench --bench channels` first")
-    groups = {}
-    for g, fs in summarize.load(args.criterion_dir).items():
-        key = parse(g)
-        if key:
-            groups[key] = fs
-    if not groups:
+    runs = []  # one {key: {runtime: (median, mtime)}} per criterion dir
+    for d in args.criterion_dirs:
+        if not d.is_dir():
+            sys.exit(f"no criterion results in {d}: run `cargo bench --bench channels` first")
+        groups = {}
+        for g, fs in summarize.load(d).items():
+            key = parse(g)
+            if key:
+                groups[key] = fs
+        runs.append(groups)
+    if not any(runs):
         sys.exit("no channels/ results: run `cargo bench --bench channels` first")
+    groups = {}
+    for run in runs:
+        for key, fs in run.items():
+            for rt, value in fs.items():
+                groups.setdefault(key, {}).setdefault(rt, []).append(value)
 
     rts = summarize.RUNTIMES
     header = ["workload", "channels", "workers", *rts]
@@ -82,17 +96,28 @@ def main():
     for key in sorted(groups, key=order):
         workload, family, workers = key
         fs = groups[key]
-        med = {rt: fs[rt][0] if rt in fs else None for rt in rts}
+        med = {rt: statistics.median(m for m, _ in fs[rt]) if rt in fs else None for rt in rts}
         row = [f"`{workload}`", family, str(workers)]
         row += [summarize.fmt_time(med[rt]) if med[rt] is not None else "–" for rt in rts]
         if not args.no_per_message:
             msgs = MESSAGES.get(workload)
             row += [f"{med[rt] / msgs:.0f}" if med[rt] is not None and msgs else "–" for rt in rts]
-        row.append(summarize.fmt_ratio(med["numa_rt"], med["tokio"]))
-        row.append(summarize.fmt_ratio(med["numa_rt"], med["async_executor"]))
+        for other in ("tokio", "async_executor"):
+            cell = summarize.fmt_ratio(med["numa_rt"], med[other])
+            per_run = [
+                run[key]["numa_rt"][0] / run[key][other][0]
+                for run in runs
+                if key in run and "numa_rt" in run[key] and other in run[key]
+            ]
+            if len(per_run) > 1:
+                cell += f" ({min(per_run):.2f}–{max(per_run):.2f})"
+            row.append(cell)
         rows.append(row)
 
-    out = summarize.header_lines(groups={"/".join(map(str, k)): v for k, v in groups.items()})
+    mtimes = {f"{k}/{rt}": [(0, m) for _, m in v] for k, fs in groups.items() for rt, v in fs.items()}
+    out = summarize.header_lines({g: dict(enumerate(v)) for g, v in mtimes.items()})
+    if len(runs) > 1:
+        out.append(f"Medians of {len(runs)} runs' medians; in brackets the per-run ratios' range.")
     out.append("Ratios below 1: numa_rt is faster. A message is one value through one channel.")
     out.append("")
     out.append(summarize.table(header, rows))
