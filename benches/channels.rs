@@ -39,7 +39,7 @@
 //!
 //! One run outside criterion (for callgrind, and for the scheduler's
 //! counters), `CHANNELS_ONCE=<workload>,<family>,<runtime>,<workers>[,<n>[,<iters>]]`:
-//! `n` scales the workload (round trips, values, values per producer,
+//! `n` (empty: the default) scales the workload (round trips, values, values per producer,
 //! requests per client; default the figures above), `iters` repeats it on
 //! the same runtime (default 1). It prints the wall time, messages, the
 //! polls of each kind of task per message (counted by a wrapper around each
@@ -594,7 +594,7 @@ fn once(spec: &str) {
     }
     let w = Workload::parse(parts[0]).unwrap_or_else(|| panic!("{usage}: workload {:?}", parts[0]));
     let number = |i: usize, default: u64| -> u64 {
-        parts.get(i).map_or(default, |s| {
+        parts.get(i).filter(|s| !s.is_empty()).map_or(default, |s| {
             s.parse()
                 .unwrap_or_else(|_| panic!("{usage}: {s:?} is not a number"))
         })

@@ -29,6 +29,7 @@ import statistics
 import sys
 from pathlib import Path
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the benches
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import summarize  # noqa: E402
 
