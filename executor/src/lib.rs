@@ -54,5 +54,5 @@ pub use metrics::{
 };
 pub use runtime::{Handle, Runtime, RuntimeFlavor, TryCurrentError};
 pub use scheduler::context::EnterGuard;
-pub use spawn::{spawn, spawn_blocking, spawn_local};
+pub use spawn::{spawn, spawn_blocking, spawn_local, spawn_near};
 pub use task::{AbortHandle, JoinError, JoinHandle, JoinSet};
