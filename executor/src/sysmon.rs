@@ -821,6 +821,21 @@ pub(crate) fn schedtrace(shared: &Arc<Shared>, detail: bool) -> String {
         }
         let tasks = dump(shared);
         let _ = writeln!(out, "  tasks: {} live", tasks.len());
+        let batches = tasks.batch_sizes();
+        if !batches.is_empty() {
+            let shown: Vec<String> = batches
+                .iter()
+                .take(8)
+                .map(|(b, n)| format!("{b}:{n}"))
+                .collect();
+            let _ = writeln!(
+                out,
+                "  batches: {} live, {} tasks in them; largest (batch:tasks) {}",
+                batches.len(),
+                batches.iter().map(|(_, n)| n).sum::<usize>(),
+                shown.join(" ")
+            );
+        }
         for t in tasks.tasks().iter().take(20) {
             let _ = writeln!(out, "    {t}");
         }

@@ -77,6 +77,11 @@ fn tasks_that_wake_each_other_end_up_in_one_batch() {
             .unwrap()
             .to_string();
         assert!(line.contains(&format!("batch {}", ba.unwrap())), "{line}");
+        let sizes = handle.dump().batch_sizes();
+        assert!(
+            sizes.contains(&(ba.unwrap(), 2)),
+            "the pair is one batch of two: {sizes:?}"
+        );
         done_tx.send(()).unwrap();
         a.await.unwrap();
         drop(_hold);
@@ -138,4 +143,50 @@ fn spawn_near_a_finished_task_is_an_ordinary_spawn() {
     });
     assert_eq!(out.len(), 10);
     assert!(out.iter().all(|(k, v)| *v == k * 2));
+}
+
+/// On one P (never an idle P to split for), a pipeline's stages, once they
+/// form a batch, keep the members a wake displaces from `runnext` in the
+/// batch queue, and run them from there; every value still arrives.
+#[test]
+fn a_pipeline_on_one_processor_runs_from_its_batch_queue() {
+    let rt = Builder::new().max_procs(1).build().unwrap();
+    let sum = rt.block_on(async {
+        let (tx0, mut rx) = mpsc::channel::<u64>(4);
+        let mut stages = Vec::new();
+        for _ in 0..3 {
+            let (mut tx, next_rx) = mpsc::channel::<u64>(4);
+            let mut input = std::mem::replace(&mut rx, next_rx);
+            stages.push(numa_rt_executor::spawn(async move {
+                while let Some(v) = input.next().await {
+                    tx.send(v + 1).await.unwrap();
+                }
+            }));
+        }
+        let sink = numa_rt_executor::spawn(async move {
+            let mut sum = 0u64;
+            while let Some(v) = rx.next().await {
+                sum += v;
+            }
+            sum
+        });
+        let source = numa_rt_executor::spawn(async move {
+            let mut tx = tx0;
+            for i in 0..2_000u64 {
+                tx.send(i).await.unwrap();
+            }
+        });
+        source.await.unwrap();
+        for s in stages {
+            s.await.unwrap();
+        }
+        sink.await.unwrap()
+    });
+    // 0..2000, each plus 3.
+    assert_eq!(sum, (0..2_000u64).sum::<u64>() + 3 * 2_000);
+    let p = rt.metrics().proc(0);
+    assert!(p.batch_wakes > 0, "{p:?}");
+    assert!(p.batch_queued > 0, "no displaced member was kept: {p:?}");
+    assert!(p.batch_polls > 0, "{p:?}");
+    assert_eq!(p.batch_splits, 0, "nobody to split for on one P");
 }

@@ -59,6 +59,23 @@ impl TaskDump {
         &self.tasks
     }
 
+    /// The live batches (groups of tasks that wake each other, see
+    /// [`TaskInfo::batch`]) and how many of the dump's tasks each holds,
+    /// largest first.
+    pub fn batch_sizes(&self) -> Vec<(u16, usize)> {
+        let mut sizes: Vec<(u16, usize)> = Vec::new();
+        let mut ids: Vec<u16> = self.tasks.iter().filter_map(|t| t.batch).collect();
+        ids.sort_unstable();
+        for id in ids {
+            match sizes.last_mut() {
+                Some((b, n)) if *b == id => *n += 1,
+                _ => sizes.push((id, 1)),
+            }
+        }
+        sizes.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        sizes
+    }
+
     /// The number of live tasks.
     pub fn len(&self) -> usize {
         self.tasks.len()
