@@ -254,6 +254,18 @@ impl Worker {
                     core.retired = true;
                     continue;
                 }
+                // occam-π's split, once per `event_interval` ticks: a batch
+                // queue still holding tasks while a P of the node idles is
+                // a batch with members runnable at once and a processor to
+                // run them. The push-time rule misses it once every P was
+                // busy when the members were queued, and an idle P is not
+                // woken for a `runnext` push (see `Shared::schedule`).
+                if !core.bq.is_empty()
+                    && shared.idle.node_npidle_hint(core.node) != 0
+                    && core.bq_split(&shared.procs[core.index], &shared.nodes[core.node].inject)
+                {
+                    shared.wake_idle_p(core.node);
+                }
             }
             // 3. runnext, the batch queue, then the ring.
             if core.lifo_polls < MAX_LIFO_POLLS {
