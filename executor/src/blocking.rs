@@ -21,10 +21,15 @@ pub fn block_in_place<F, R>(f: F) -> R
 where
     F: FnOnce() -> R,
 {
-    let mut runtime = None;
+    let mut running = None;
     let kept = context::with_worker(|w| {
         let w = w?;
-        runtime = Some(w.shared.clone());
+        // Counted before the P goes: the M that takes it may find nothing,
+        // park, and as the last thread to go idle advance a paused clock,
+        // which must see this closure coming. Counted after the hand-off,
+        // that M could jump the clock in between (CI: time_paused's
+        // no_auto_advance_while_a_task_blocks_in_place, 1 failure).
+        running = Some(InPlace::enter(w.shared.clone()));
         // SAFETY: `w` is this thread's M, the seat's owner. `None` also
         // while sysmon is taking the core (or has): then there is nothing
         // to hand over.
@@ -52,7 +57,8 @@ where
         }
     });
     let _left = context::leave_worker(kept);
-    let _running = runtime.map(InPlace::enter);
+    // Dropped before `_left`: uncounted as soon as `f` is done.
+    let _running = running;
     f()
 }
 

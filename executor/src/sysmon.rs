@@ -642,7 +642,7 @@ fn runtime_idle(shared: &Shared) -> bool {
         && shared
             .procs
             .iter()
-            .all(|p| p.steal.is_empty() && p.inbox.is_empty())
+            .all(|p| p.steal.is_empty() && p.inbox.is_empty() && p.bq_len.load(Relaxed) == 0)
 }
 
 /// With the `tracing` feature, the stall report is a `warn!` event (target
