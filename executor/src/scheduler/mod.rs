@@ -449,8 +449,9 @@ impl Shared {
     /// The schedule function of every `Send` task: where a woken task goes.
     ///
     /// - On a worker of this runtime holding a P: to `runnext` (displacing the
-    ///   previous occupant to the tail), so a woken consumer runs right after
-    ///   its producer with warm caches; to the tail when the task woke itself
+    ///   previous occupant to the tail, or to the batch queue when it is in
+    ///   the waker's batch: `queue_displaced`), so a woken consumer runs right
+    ///   after its producer with warm caches; to the tail when the task woke itself
     ///   (yield) or was woken by the P's poller (FIFO keeps Vyukov's
     ///   write-before-read-before-accept order).
     /// - Elsewhere (foreign threads, block_on, an M without P): to a node
