@@ -58,6 +58,14 @@ pub(crate) struct Processor {
     /// batch-queue pop; the tasks never depend on it (the owner runs them
     /// itself otherwise), only how soon they spread does.
     pub(crate) split: AtomicBool,
+    /// The owner split its batch: members of the running batch went to the
+    /// ring for another P to take (a wake displaced one while a P was idle
+    /// or spinning, or `bq_split`). Until the ring next runs dry, the owner
+    /// keeps none of it from thieves (`keep_for_owner`): those tasks were
+    /// put there to run in parallel, and keeping them made the woken P find
+    /// nothing and park again (an 8-stage pipeline at 2 P's: ~450 spurious
+    /// wake-ups per 100,000 values). Relaxed: a hint, like `split`.
+    pub(crate) shared_out: AtomicBool,
     /// The id of the task in (or last in) a poll on this P: sysmon's stall
     /// report and the schedtrace read it. Relaxed: a diagnostic.
     pub(crate) current_task: AtomicU64,
@@ -179,6 +187,7 @@ impl Core {
         }
         p.bq_len.store(0, Relaxed);
         p.metrics.batch_splits.incr();
+        p.share_out();
         true
     }
 }
@@ -206,9 +215,11 @@ impl Processor {
     /// to save less time than the move costs. A P whose queues have not run
     /// dry for a whole `event_interval` keeps nothing either: its ring is
     /// refilled as fast as it runs (yielding tasks, a pipeline), so it
-    /// never finishes it soon, and an idle P must share the load. The steal loop and the park
-    /// re-check (`Shared::any_work`) both use it, so a spinner that leaves a
-    /// short queue alone also sleeps.
+    /// never finishes it soon, and an idle P must share the load. Nor does
+    /// a P whose ring holds batch work it shared out (`shared_out`: the
+    /// batch split, and the tasks went to the ring to run elsewhere). The
+    /// steal loop and the park re-check (`Shared::any_work`) both use it, so
+    /// a spinner that leaves a short queue alone also sleeps.
     ///
     /// What it gives up: a P that usually runs short polls and then runs one
     /// long one keeps the few tasks queued behind it until that poll ends
@@ -218,7 +229,10 @@ impl Processor {
     /// task more, and the queue's own atomics order the steal itself.
     #[inline]
     pub(crate) fn keep_for_owner(&self) -> u32 {
-        if !self.running.load(Relaxed) || self.metrics.unbroken_batch.load(Relaxed) {
+        if !self.running.load(Relaxed)
+            || self.metrics.unbroken_batch.load(Relaxed)
+            || self.shared_out.load(Relaxed)
+        {
             return 0;
         }
         let per = self
@@ -273,6 +287,7 @@ impl Processor {
             metrics: ProcCounters::new(histogram),
             bq_len: AtomicU32::new(0),
             split: AtomicBool::new(false),
+            shared_out: AtomicBool::new(false),
             current_task: AtomicU64::new(0),
             holder: Mutex::new(None),
             core_slot: Mutex::new(None),
@@ -357,6 +372,14 @@ impl Processor {
             .clone()
     }
 
+    /// Marks the ring as holding split batch work (`shared_out`).
+    #[inline]
+    pub(crate) fn share_out(&self) {
+        if !self.shared_out.load(Relaxed) {
+            self.shared_out.store(true, Relaxed);
+        }
+    }
+
     pub(crate) fn set_running(&self, running: bool) {
         // Relaxed: a hint for thieves, never a correctness condition.
         self.running.store(running, Relaxed);
@@ -409,4 +432,25 @@ fn seed(index: usize) -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
     (t ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_running_p_keeps_a_short_ring_unless_it_shared_its_batch_out() {
+        let reactor = numa_rt_reactor::Reactor::new(1).unwrap();
+        let (p, _core) = Processor::new(0, 0, reactor.driver(0), None);
+        // A fresh P runs polls estimated at the floor: its M reaches
+        // STEAL_BACKLOG_NS / MIN_POLL_ESTIMATE_NS tasks soon.
+        let kept = (STEAL_BACKLOG_NS / MIN_POLL_ESTIMATE_NS) as u32;
+        assert_eq!(p.keep_for_owner(), kept);
+        p.share_out();
+        assert_eq!(p.keep_for_owner(), 0, "split batch work is for thieves");
+        p.shared_out.store(false, Relaxed);
+        assert_eq!(p.keep_for_owner(), kept);
+        p.set_running(false);
+        assert_eq!(p.keep_for_owner(), 0, "nobody runs the P");
+    }
 }

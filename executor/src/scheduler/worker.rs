@@ -304,6 +304,11 @@ impl Worker {
                 return Some((core, t));
             }
             core.lifo_polls = 0;
+            // The ring ran dry: what the owner shared out is gone.
+            let p = &shared.procs[core.index];
+            if p.shared_out.load(Relaxed) {
+                p.shared_out.store(false, Relaxed);
+            }
             // 4. Pinned tasks, the inbox, the node queue.
             if let Some(t) = self.machine.local.pop() {
                 core.tick = core.tick.wrapping_add(1);
