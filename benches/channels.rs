@@ -547,6 +547,9 @@ impl Counters for NumaRt {
             ("unparks", sum(|p| p.unparks)),
             ("spurious_wakeups", sum(|p| p.spurious_wakeups)),
             ("forced_yields", sum(|p| p.budget_forced_yields)),
+            ("batch_queued", sum(|p| p.batch_queued)),
+            ("batch_polls", sum(|p| p.batch_polls)),
+            ("batch_splits", sum(|p| p.batch_splits)),
         ]
     }
 }
