@@ -550,6 +550,7 @@ impl Counters for NumaRt {
             ("batch_queued", sum(|p| p.batch_queued)),
             ("batch_polls", sum(|p| p.batch_polls)),
             ("batch_splits", sum(|p| p.batch_splits)),
+            ("busy_us", sum(|p| p.busy_duration.as_micros() as u64)),
         ]
     }
 }
