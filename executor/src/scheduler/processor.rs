@@ -59,8 +59,8 @@ pub(crate) struct Processor {
     /// itself otherwise), only how soon they spread does.
     pub(crate) split: AtomicBool,
     /// The owner split its batch: members of the running batch went to the
-    /// ring for another P to take (a wake displaced one while a P was idle
-    /// or spinning, or `bq_split`). Until the ring next runs dry, the owner
+    /// ring for another P to take (a wake displaced one while a P was idle,
+    /// or `bq_split`). Until the ring next runs dry, the owner
     /// keeps none of it from thieves (`keep_for_owner`): those tasks were
     /// put there to run in parallel, and keeping them made the woken P find
     /// nothing and park again (an 8-stage pipeline at 2 P's: ~450 spurious
