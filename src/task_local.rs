@@ -63,7 +63,7 @@ macro_rules! __task_local_inner {
     };
 }
 
-/// A task-local key, declared with [`task_local!`](crate::task_local).
+/// A task-local key, declared with [`task_local!`](crate::task_local!).
 pub struct LocalKey<T: 'static> {
     inner: std::thread::LocalKey<RefCell<Option<T>>>,
 }

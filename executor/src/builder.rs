@@ -1,4 +1,4 @@
-//! `Builder`: configures and builds a [`Runtime`](crate::Runtime).
+//! `Builder`: configures and builds a [`Runtime`].
 
 use crate::config::{self, Callback, Config, DeadlockMode, SchedTrace};
 use crate::runtime::{Handle, Runtime};

@@ -269,10 +269,11 @@ impl<T: RawTask> Local<T> {
         self.steal_from_keeping(src, 0, take_runnext, wait)
     }
 
-    /// [`Local::steal_from`], leaving the victim at least `keep` of its ring's
-    /// tasks (the ones its own M reaches soon): it takes half the ring or
-    /// what lies beyond `keep`, whichever is less, and nothing — not even
-    /// `runnext` — from a ring of `keep` tasks or fewer that is not empty.
+    /// Steals as `steal_from` (a test helper) does, leaving the victim at
+    /// least `keep` of its ring's tasks (the ones its own M reaches soon):
+    /// it takes half the ring or what lies beyond `keep`, whichever is
+    /// less, and nothing — not even `runnext` — from a ring of `keep` tasks
+    /// or fewer that is not empty.
     pub(crate) fn steal_from_keeping(
         &mut self,
         src: &Steal<T>,

@@ -5,7 +5,7 @@
 //! `numa_rt_reactor`'s `driver::monitor`): it sleeps 20 µs, doubling to
 //! 10 ms while nothing happens, and sleeps until kicked once every M is
 //! parked. At every round it moves the watcher role away from a busy M (the
-//! reactor's part) and calls [`Sysmon::tick`] (this module), which
+//! reactor's part) and calls `Sysmon::tick` (this module), which
 //!
 //! - **reports stalls**: a P whose M has been inside one poll for longer
 //!   than the stall threshold (default 10 ms; `Builder::stall_threshold`,

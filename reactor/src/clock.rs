@@ -4,7 +4,7 @@
 //! runtime's clock through the thread's context.
 //!
 //! The clock works in `std::time::Instant`s (the timer sets and the driver
-//! do); the public `numa_rt::time::Instant` wraps what [`now`] returns. A
+//! do); the public `numa_rt::time::Instant` wraps what [`Clock::now`] returns. A
 //! runtime whose clock was never paused reads `Instant::now()` after one
 //! Relaxed load of its [`Clock`]'s state (and code that has no reactor at
 //! hand, one Relaxed load of [`NOT_REAL`], a static nobody writes unless a
@@ -25,7 +25,7 @@ const PAUSED: u8 = 1;
 /// Resumed after a pause: `base + (std now - since)`.
 const SHIFTED: u8 = 2;
 
-/// How many live clocks are not [`REAL`]. Read Relaxed by [`now`]: zero in
+/// How many live clocks are not [`REAL`]. Read Relaxed by [`Clock::now`]: zero in
 /// any process that never pauses time, so that read is one load of a cache
 /// line nobody writes.
 static NOT_REAL: AtomicUsize = AtomicUsize::new(0);

@@ -336,7 +336,7 @@ impl<T> JoinSet<T> {
 }
 
 impl<T: 'static> JoinSet<T> {
-    /// Spawns a task on the current runtime (see [`spawn`](crate::spawn))
+    /// Spawns a task on the current runtime (see [`spawn`](crate::spawn()))
     /// and adds it to the set.
     ///
     /// # Panics

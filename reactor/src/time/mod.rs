@@ -1,4 +1,4 @@
-//! Timers: [`sleep`], [`sleep_until`], [`timeout`] and [`interval`].
+//! Timers: [`sleep`], [`sleep_until`], [`timeout`] and [`interval`](interval()).
 //!
 //! A timer registers, on its first poll, with the timer set of the P that
 //! polls it (round-robin outside a worker) and lives there: the P's driver
