@@ -26,6 +26,10 @@ pub(crate) enum Look {
     Stealable,
 }
 
+/// On its own cache lines (128 bytes, as `queue::Inner`): its owner writes
+/// it on every poll (`in_task`, `current_task`, the counters), and the
+/// P's sit side by side in one slice.
+#[repr(align(128))]
 pub(crate) struct Processor {
     pub(crate) index: usize,
     pub(crate) node: usize,
@@ -84,6 +88,9 @@ pub(crate) struct Processor {
     has_asker: AtomicBool,
 }
 
+/// Padded like `Processor`: a heap block written on every poll, allocated
+/// beside other P's blocks at build.
+#[repr(align(128))]
 pub(crate) struct Core {
     pub(crate) index: usize,
     pub(crate) node: usize,
