@@ -532,11 +532,31 @@ trait Counters: Bench {
     fn counters(&self) -> Vec<(&'static str, u64)>;
 }
 
+/// Counter names of each P's busy time.
+const P_BUSY: [&str; 16] = [
+    "p0_busy_us",
+    "p1_busy_us",
+    "p2_busy_us",
+    "p3_busy_us",
+    "p4_busy_us",
+    "p5_busy_us",
+    "p6_busy_us",
+    "p7_busy_us",
+    "p8_busy_us",
+    "p9_busy_us",
+    "p10_busy_us",
+    "p11_busy_us",
+    "p12_busy_us",
+    "p13_busy_us",
+    "p14_busy_us",
+    "p15_busy_us",
+];
+
 impl Counters for NumaRt {
     fn counters(&self) -> Vec<(&'static str, u64)> {
         let procs = self.runtime().metrics().procs();
         let sum = |f: fn(&numa_rt::metrics::ProcMetrics) -> u64| procs.iter().map(f).sum::<u64>();
-        vec![
+        let mut out = vec![
             ("polls", sum(|p| p.tasks_polled)),
             ("runnext_polls", sum(|p| p.runnext_polls)),
             ("global_queue_polls", sum(|p| p.global_queue_polls)),
@@ -551,7 +571,12 @@ impl Counters for NumaRt {
             ("batch_polls", sum(|p| p.batch_polls)),
             ("batch_splits", sum(|p| p.batch_splits)),
             ("busy_us", sum(|p| p.busy_duration.as_micros() as u64)),
-        ]
+        ];
+        // Each P's busy time (up to 16 P's): how evenly the work spread.
+        for (i, p) in procs.iter().enumerate().take(16) {
+            out.push((P_BUSY[i], p.busy_duration.as_micros() as u64));
+        }
+        out
     }
 }
 
