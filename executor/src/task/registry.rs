@@ -11,8 +11,9 @@
 //! Each tracked task's harness holds the registry and removes the task's
 //! entry right after it drops the future (on completion, abort or
 //! shutdown), so the registry holds exactly the tasks whose futures are
-//! alive. Entries are sharded by task id to keep spawns on different P's
-//! off each other's locks; the entry's index within its shard is kept in
+//! alive. Entries are sharded by task id block (each thread takes ids in
+//! blocks of 256) to keep spawns on different P's off each other's locks
+//! and cache lines; the entry's index within its shard is kept in
 //! the task's `TaskMeta` (see `TaskMeta::slot`), so that a task carries
 //! one word for its registry (the `Arc`), not three.
 
@@ -24,9 +25,23 @@ use std::task::Waker;
 const SHARDS: usize = 32;
 
 pub(crate) struct Registry {
-    shards: Box<[Mutex<Slab>]>,
+    shards: Box<[Shard]>,
     /// Set by `close`: later insertions are refused (the task is dropped).
     closed: std::sync::atomic::AtomicBool,
+}
+
+/// One shard's lock and slab, on its own cache lines (128 bytes, as the
+/// run queues): P's spawning at once into neighbouring shards must not
+/// share a line.
+#[repr(align(128))]
+#[derive(Default)]
+struct Shard(Mutex<Slab>);
+
+impl std::ops::Deref for Shard {
+    type Target = Mutex<Slab>;
+    fn deref(&self) -> &Mutex<Slab> {
+        &self.0
+    }
 }
 
 #[derive(Default)]
@@ -61,15 +76,17 @@ impl Registry {
     pub(crate) fn new(shards: usize) -> Arc<Registry> {
         let n = shards.clamp(1, SHARDS).next_power_of_two();
         Arc::new(Registry {
-            shards: (0..n).map(|_| Mutex::new(Slab::default())).collect(),
+            shards: (0..n).map(|_| Shard::default()).collect(),
             closed: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
-    /// The shard of the task with id `id`. A power of two (see `new`):
-    /// a mask.
+    /// The shard of the task with id `id`: by id block (`Id::next` hands
+    /// each thread a block of 256), so one P's spawns, and usually their
+    /// completions, take one shard's lock while other P's take others. A
+    /// power of two (see `new`): a shift and a mask.
     fn shard_of(&self, id: u64) -> usize {
-        (id as usize) & (self.shards.len() - 1)
+        ((id >> super::id::ID_BLOCK_BITS) as usize) & (self.shards.len() - 1)
     }
 
     /// Spawns a task through `spawn` (given its entry's index in the shard
