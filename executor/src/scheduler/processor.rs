@@ -88,9 +88,6 @@ pub(crate) struct Processor {
     has_asker: AtomicBool,
 }
 
-/// Padded like `Processor`: a heap block written on every poll, allocated
-/// beside other P's blocks at build.
-#[repr(align(128))]
 pub(crate) struct Core {
     pub(crate) index: usize,
     pub(crate) node: usize,

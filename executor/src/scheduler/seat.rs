@@ -107,9 +107,6 @@ const REQUESTED: u8 = 1;
 const TAKEN: u8 = 2;
 
 /// The place a P's core sits on its M while a task is polled (module docs).
-/// On its own cache lines: its owner writes it twice per poll, and the M's
-/// are allocated one after another.
-#[repr(align(128))]
 pub(crate) struct Seat<T> {
     slot: UnsafeCell<Option<T>>,
     /// Set while the owner may touch `slot`; written by the owner only.
