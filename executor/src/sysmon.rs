@@ -866,6 +866,17 @@ pub(crate) fn dump(shared: &Shared) -> TaskDump {
         .collect();
     let mut tasks = Vec::new();
     let mut add = |meta: &crate::task::TaskMeta, location, pinned: bool| {
+        // Read before the finished check below: a task finished (its future
+        // dropped) but not yet out of the registry (the harness removes the
+        // entry right after) is not live, and its flags no longer hold a
+        // batch or a P, so a dump that listed it showed a task in no batch
+        // that had been in one (a test saw it under load). Both read the
+        // same atomic, so if the later load finds it unfinished, the
+        // earlier one read its flags before they were cleared.
+        let batch = crate::scheduler::batch::live_batch(meta, now).map(|b| b.get());
+        if meta.is_finished() {
+            return;
+        }
         let state = match running.iter().find(|(id, _)| *id == meta.id.as_u64()) {
             Some(&(_, proc)) => TaskState::Running { proc },
             None if meta.is_scheduled() => TaskState::Scheduled,
@@ -879,7 +890,7 @@ pub(crate) fn dump(shared: &Shared) -> TaskDump {
                 .last_poll_ms()
                 .map(|t| Duration::from_millis(u64::from(now.saturating_sub(t)))),
             pinned,
-            batch: crate::scheduler::batch::live_batch(meta, now).map(|b| b.get()),
+            batch,
         });
     };
     shared.tasks.for_each(|m, l| add(m, l, false));
