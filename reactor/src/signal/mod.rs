@@ -30,7 +30,11 @@
 //! - no delivery is lost between the collect and the wait: the handler sets
 //!   the flag before it writes, and a listener collects after its readiness
 //!   is cleared, so a byte that arrives after the collect raises readiness
-//!   again.
+//!   again — unless another listener's collect drains that byte before this
+//!   listener's poller looks (epoll reports an edge only if the pipe is
+//!   still readable then). So a listener about to wait also leaves its
+//!   waker in the registry, and every collect wakes the waiting listeners of
+//!   each signal it counts.
 //!
 //! # What stays installed
 //!
@@ -95,12 +99,21 @@ struct Registry {
     installed: [bool; sys::SLOTS],
     /// Deliveries collected so far, per signal.
     generation: [u64; sys::SLOTS],
+    /// Listeners waiting for a signal (slot, listener id, waker), woken by
+    /// whichever collect counts a new generation of it. The pipe alone
+    /// cannot wake them all: every listener reads the one pipe, and epoll
+    /// reports an edge only if the pipe is still readable when the poller
+    /// looks, so a byte another listener's collect drained first wakes
+    /// nobody else (tests/signal.rs hung in 2 of 30 runs beside three busy
+    /// loops before this list).
+    waiting: Vec<(usize, u64, std::task::Waker)>,
 }
 
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
     read: None,
     installed: [false; sys::SLOTS],
     generation: [0; sys::SLOTS],
+    waiting: Vec::new(),
 });
 
 fn lock() -> std::sync::MutexGuard<'static, Registry> {
@@ -109,17 +122,42 @@ fn lock() -> std::sync::MutexGuard<'static, Registry> {
 }
 
 impl Registry {
-    /// Empties the pipe and counts each pending signal once.
-    fn collect(&mut self) {
+    /// Empties the pipe and counts each pending signal once; the listeners
+    /// waiting for a signal counted here are moved to `wake` (woken by the
+    /// caller once the lock is released).
+    fn collect(&mut self, wake: &mut Vec<std::task::Waker>) {
         use std::os::fd::AsRawFd;
         let Some(read) = &self.read else { return };
         sys::drain(read.as_raw_fd());
         for signum in 1..sys::SLOTS {
             if self.installed[signum] && sys::take_pending(signum as libc::c_int) {
                 self.generation[signum] += 1;
+                let mut i = 0;
+                while i < self.waiting.len() {
+                    if self.waiting[i].0 == signum {
+                        wake.push(self.waiting.swap_remove(i).2);
+                    } else {
+                        i += 1;
+                    }
+                }
             }
         }
     }
+}
+
+/// Wakes the listeners a collect found a delivery for (outside the lock: a
+/// waker may run anything).
+fn wake_all(wake: Vec<std::task::Waker>) {
+    for w in wake {
+        w.wake();
+    }
+}
+
+/// A number for each listener, to find its entry in `Registry::waiting`.
+fn next_listener_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    // Relaxed: only uniqueness is needed.
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Sets up `signum` (pipe, handler) if needed and returns a duplicate of
@@ -142,21 +180,41 @@ fn register(signum: libc::c_int) -> io::Result<(std::os::fd::OwnedFd, u64)> {
         reg.installed[slot] = true;
     }
     // What arrived before this listener is counted now, not later for it.
-    reg.collect();
-    let fd = sys::dup(reg.read.as_ref().expect("made above"))?;
-    Ok((fd, reg.generation[slot]))
+    let mut wake = Vec::new();
+    reg.collect(&mut wake);
+    let fd = sys::dup(reg.read.as_ref().expect("made above"));
+    let generation = reg.generation[slot];
+    drop(reg);
+    wake_all(wake);
+    Ok((fd?, generation))
 }
 
 /// Collects, then returns whether `signum` has a generation newer than
-/// `*seen` (and catches `*seen` up).
-fn take_new(signum: libc::c_int, seen: &mut u64) -> bool {
+/// `*seen` (and catches `*seen` up). If not and `waiter` is given, the
+/// listener `waiter.0` waits with waker `waiter.1`: the next collect that
+/// counts `signum` wakes it, whoever runs it.
+fn take_new(signum: libc::c_int, seen: &mut u64, waiter: Option<(u64, &std::task::Waker)>) -> bool {
+    let mut wake = Vec::new();
     let mut reg = lock();
-    reg.collect();
-    let now = reg.generation[signum as usize];
-    if now != *seen {
+    reg.collect(&mut wake);
+    let slot = signum as usize;
+    let now = reg.generation[slot];
+    let new = now != *seen;
+    if new {
         *seen = now;
-        true
-    } else {
-        false
+    } else if let Some((id, waker)) = waiter {
+        match reg.waiting.iter_mut().find(|w| w.1 == id) {
+            Some(w) => w.2.clone_from(waker),
+            None => reg.waiting.push((slot, id, waker.clone())),
+        }
     }
+    drop(reg);
+    wake_all(wake);
+    new
+}
+
+/// Forgets listener `id`'s waker (it is dropped).
+fn forget(id: u64) {
+    let mut reg = lock();
+    reg.waiting.retain(|w| w.1 != id);
 }

@@ -104,6 +104,14 @@ pub struct Signal {
     signum: libc::c_int,
     /// The generation last returned (or current at creation).
     seen: u64,
+    /// Its entry in the registry's list of waiting listeners.
+    id: u64,
+}
+
+impl Drop for Signal {
+    fn drop(&mut self) {
+        super::forget(self.id);
+    }
 }
 
 /// Creates a listener for `kind`, installing numa_rt's handler for it the
@@ -133,7 +141,12 @@ pub fn signal(kind: SignalKind) -> io::Result<Signal> {
     check(signum)?;
     let (fd, seen) = super::register(signum)?;
     let fd = AsyncFd::with_interest(fd, Interest::READABLE)?;
-    Ok(Signal { fd, signum, seen })
+    Ok(Signal {
+        fd,
+        signum,
+        seen,
+        id: super::next_listener_id(),
+    })
 }
 
 fn check(signum: libc::c_int) -> io::Result<()> {
@@ -177,18 +190,23 @@ impl Signal {
         // Each pass clears a readiness the poller reported; more than a few
         // in one poll means a storm of signals: yield and come back.
         for _ in 0..8 {
-            if super::take_new(self.signum, &mut self.seen) {
+            if super::take_new(self.signum, &mut self.seen, None) {
                 return Poll::Ready(Some(()));
             }
             match self.fd.poll_read_ready(cx) {
-                // Look once more now that the waker is in place: the
-                // first poll registers the pipe lazily, and a signal that
-                // arrived between the look above and that registration
-                // may already have been drained from the shared pipe by
-                // another listener's collect, leaving no readiness to
-                // report (seen: 1 of 6 runs of tests/signal.rs hung). Any
-                // write after this point raises readiness for us.
-                Poll::Pending if super::take_new(self.signum, &mut self.seen) => {
+                // Look once more now that the waker is in place, and leave
+                // the waker in the registry: a byte written from here on
+                // may be drained from the shared pipe by another
+                // listener's collect before this listener's poller looks,
+                // and epoll then reports nothing; that collect wakes us
+                // instead (see `Registry::waiting`).
+                Poll::Pending
+                    if super::take_new(
+                        self.signum,
+                        &mut self.seen,
+                        Some((self.id, cx.waker())),
+                    ) =>
+                {
                     return Poll::Ready(Some(()))
                 }
                 Poll::Pending => return Poll::Pending,
