@@ -195,6 +195,10 @@ fn register(signum: libc::c_int) -> io::Result<(std::os::fd::OwnedFd, u64)> {
 /// counts `signum` wakes it, whoever runs it.
 fn take_new(signum: libc::c_int, seen: &mut u64, waiter: Option<(u64, &std::task::Waker)>) -> bool {
     let mut wake = Vec::new();
+    // A replaced waker is dropped after the lock, like every waker here:
+    // dropping one may drop a task, whose future may hold a listener,
+    // whose `Drop` takes the lock.
+    let mut old = None;
     let mut reg = lock();
     reg.collect(&mut wake);
     let slot = signum as usize;
@@ -204,17 +208,26 @@ fn take_new(signum: libc::c_int, seen: &mut u64, waiter: Option<(u64, &std::task
         *seen = now;
     } else if let Some((id, waker)) = waiter {
         match reg.waiting.iter_mut().find(|w| w.1 == id) {
-            Some(w) => w.2.clone_from(waker),
+            Some(w) if w.2.will_wake(waker) => {}
+            Some(w) => old = Some(std::mem::replace(&mut w.2, waker.clone())),
             None => reg.waiting.push((slot, id, waker.clone())),
         }
     }
     drop(reg);
+    drop(old);
     wake_all(wake);
     new
 }
 
-/// Forgets listener `id`'s waker (it is dropped).
+/// Forgets listener `id`'s waker (it is dropped), after the lock (see
+/// `take_new`).
 fn forget(id: u64) {
     let mut reg = lock();
-    reg.waiting.retain(|w| w.1 != id);
+    let gone = reg
+        .waiting
+        .iter()
+        .position(|w| w.1 == id)
+        .map(|i| reg.waiting.swap_remove(i));
+    drop(reg);
+    drop(gone);
 }
