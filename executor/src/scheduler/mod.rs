@@ -429,19 +429,29 @@ impl Shared {
     /// Where a new task goes: a requested node's queue (`spawn_on`); the next
     /// P round-robin for a root task (spawned right after an accept —
     /// Vyukov's root distribution); otherwise like a wake-up (runnext).
+    ///
+    /// A root task stays one on a thread that holds no P: `block_on`
+    /// accepting, or an M whose P sysmon is retaking or has retaken in the
+    /// middle of the accepting poll (the seat refuses access then). It goes
+    /// to the next P round-robin, the accepting P included, since this
+    /// thread is not running it. The node queue, where such a task went
+    /// before, lost the spread: an accept loop in `#[numa_rt::main]`'s body
+    /// never dealt a connection, and a retaken poll's remaining connections
+    /// went to whichever P looked first.
     fn place_new(self: &Arc<Self>, task: Runnable, node: Option<usize>) {
         if let Some(node) = node {
             return self.push_node(node, task);
         }
-        if numa_rt_reactor::context::take_accepted() {
-            if let Some(here) = context::current_p_of(self) {
-                // Retired P's (above a shrunk quota) get none.
-                let n = self.active_procs().max(1);
-                let k = self.rr.fetch_add(1, Relaxed) % n;
-                let target = if k == here { (k + 1) % n } else { k };
-                self.procs[target].metrics.root_tasks_received.incr_shared();
-                return self.push_inbox(target, task);
-            }
+        if numa_rt_reactor::context::take_accepted() && !self.is_shutdown() {
+            // Retired P's (above a shrunk quota) get none.
+            let n = self.active_procs().max(1);
+            let k = self.rr.fetch_add(1, Relaxed) % n;
+            let target = match context::current_p_of(self) {
+                Some(here) if k == here => (k + 1) % n,
+                _ => k,
+            };
+            self.procs[target].metrics.root_tasks_received.incr_shared();
+            return self.push_inbox(target, task);
         }
         self.enqueue(task, false, false);
     }
