@@ -54,6 +54,22 @@ const MAX_LIFO_POLLS: u32 = 3;
 /// members keep waking each other must not starve the P's other tasks.
 const MAX_BATCH_RUN: u32 = 16;
 
+/// How long a spinning thief keeps looking, once a pass found only work a
+/// victim keeps for its own M (ring tasks it reaches soon, or a batch queue
+/// the thief just asked it to split), before it parks. The owner shares
+/// such work at the end of its current poll, typically a few microseconds
+/// away; a park and the unpark that follows cost more than that on both
+/// sides. Measured (8-stage pipeline, 2 P's): parks per 100,000 values
+/// ~250 -> ~110, wall time 0.87-0.88x, CPU 0.93x; 20 µs did no better
+/// there and cost ~4% at 64 HTTP connections on 16 P's over 2 CPUs, where
+/// every spinning M takes its CPU from a working one.
+const KEPT_SPIN: Duration = Duration::from_micros(6);
+
+/// How often the thief of [`KEPT_SPIN`] looks again: between two looks it
+/// reads only the clock, not the victims' queue lines, which their owners
+/// write on every push and pop.
+const KEPT_LOOK_EVERY: Duration = Duration::from_micros(1);
+
 /// Passes over the victims when stealing (Go's `stealTries`).
 const STEAL_PASSES: usize = 4;
 
@@ -364,9 +380,37 @@ impl Worker {
             // spinning if one has work.
             let fresh = core.tick == 0 && !woke;
             if core.spinning && !fresh {
-                if let Some(t) = self.steal(&mut core) {
-                    core.tick = core.tick.wrapping_add(1);
-                    return Some((core, t));
+                // Kept work only: look again every `KEPT_LOOK_EVERY` for
+                // `KEPT_SPIN` before parking (see there).
+                let mut since: Option<Instant> = None;
+                loop {
+                    match self.steal(&mut core) {
+                        Ok(t) => {
+                            core.tick = core.tick.wrapping_add(1);
+                            return Some((core, t));
+                        }
+                        Err(Empty { kept: true }) => {
+                            let now = Instant::now();
+                            let t0 = *since.get_or_insert(now);
+                            if now - t0 >= KEPT_SPIN || shared.is_shutdown() {
+                                break;
+                            }
+                            while now.elapsed() < KEPT_LOOK_EVERY {
+                                crate::loom::spin_loop();
+                            }
+                            // What arrived meanwhile for this M, this P or
+                            // its node: a submitter that saw this M
+                            // spinning woke nobody else for it.
+                            if let Some(t) = self.machine.local.pop() {
+                                core.tick = core.tick.wrapping_add(1);
+                                return Some((core, t));
+                            }
+                            if let Some(t) = self.take_batch(&mut core) {
+                                return Some((core, t));
+                            }
+                        }
+                        Err(_) => break,
+                    }
                 }
             }
             // 7. Park (or give the P back to the M that lent it).
@@ -526,7 +570,7 @@ impl Worker {
     /// Steals, nearest first: P's of this node (four passes, `runnext` on the
     /// last), then remote node queues (nearest node first), then remote P's.
     /// Remote stealing starts only once this node has nothing.
-    fn steal(&self, core: &mut Core) -> Option<Runnable> {
+    fn steal(&self, core: &mut Core) -> Result<Runnable, Empty> {
         let shared = &*self.shared;
         let node = &shared.nodes[core.node];
         let m = &shared.procs[core.index].metrics;
@@ -534,18 +578,18 @@ impl Worker {
             Ok((t, n)) => {
                 m.steals.add(n as u64);
                 m.local_steals.incr();
-                return Some(t);
+                return Ok(t);
             }
             // This node still has work its own M's reach soon: it is not out
             // of work, and a steal across nodes moves a task further than the
             // local steal that the keep rule just refused. Issue 4's order
             // ("a P of another node takes it only when the thief's own node has
             // nothing to run") holds for kept work as for stealable work.
-            Err(Empty { kept: true }) => return None,
+            Err(e @ Empty { kept: true }) => return Err(e),
             Err(Empty { kept: false }) => {}
         }
         if node.remote_order.is_empty() {
-            return None;
+            return Err(Empty { kept: false });
         }
         // Other nodes only where nobody of their own can take the work: no
         // idle P, no spinning M (docs/architecture.md, "Per node").
@@ -557,7 +601,7 @@ impl Worker {
             if let Some(t) = inject.pop_unserved(REMOTE_GRACE) {
                 m.remote_steals.incr();
                 m.steals.incr();
-                return Some(t);
+                return Ok(t);
             }
         }
         // Then their P's, nearest node first.
@@ -568,10 +612,10 @@ impl Worker {
             if let Ok((t, n)) = self.steal_passes(core, shared.nodes[rn].procs.clone()) {
                 m.steals.add(n as u64);
                 m.remote_steals.incr();
-                return Some(t);
+                return Ok(t);
             }
         }
-        None
+        Err(Empty { kept: false })
     }
 
     /// Runs up to [`STEAL_PASSES`] passes over `victims`, `runnext` on the
