@@ -2,10 +2,14 @@
 //! metrics, and `spawn_near` (docs/architecture.md, "Batches").
 
 use futures::channel::mpsc;
+use futures::future::poll_fn;
 use futures::{SinkExt, StreamExt};
 use numa_rt_executor::{Builder, Handle};
 use numa_rt_reactor::context::current_p;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::task::{Poll, Waker};
 
 fn batch_of(handle: &Handle, id: numa_rt_executor::task::Id) -> Option<u16> {
     handle
@@ -186,11 +190,12 @@ fn spawn_near_a_finished_task_is_an_ordinary_spawn() {
     assert!(out.iter().all(|(k, v)| *v == k * 2));
 }
 
-/// On one P (never an idle P to split for), a pipeline's stages, once they
-/// form a batch, keep the members a wake displaces from `runnext` in the
-/// batch queue, and run them from there; every value still arrives.
+/// On one P, a pipeline's stages form a batch, but a stage's poll wakes at
+/// most its two neighbours: not a hub, so the members its wakes displace
+/// from `runnext` are split off to the ring (for thieves, were there any),
+/// never kept in the batch queue; every value still arrives.
 #[test]
-fn a_pipeline_on_one_processor_runs_from_its_batch_queue() {
+fn a_pipeline_splits_its_displaced_members_off_to_the_ring() {
     let rt = Builder::new().max_procs(1).build().unwrap();
     let sum = rt.block_on(async {
         let (tx0, mut rx) = mpsc::channel::<u64>(4);
@@ -226,8 +231,92 @@ fn a_pipeline_on_one_processor_runs_from_its_batch_queue() {
     // 0..2000, each plus 3.
     assert_eq!(sum, (0..2_000u64).sum::<u64>() + 3 * 2_000);
     let p = rt.metrics().proc(0);
-    assert!(p.batch_wakes > 0, "{p:?}");
-    assert!(p.batch_queued > 0, "no displaced member was kept: {p:?}");
+    assert!(p.batch_wakes > 0, "the stages formed no batch: {p:?}");
+    assert_eq!(p.batch_queued, 0, "a chain's member was kept: {p:?}");
+    assert_eq!(p.batch_polls, 0, "{p:?}");
+    assert_eq!(p.batch_splits, 0, "nobody to split for on one P");
+}
+
+/// A hub: each round it releases every waiting worker in one poll (as a
+/// fan-in's consumer taking values from a full channel wakes the blocked
+/// producers), then waits until all of them have checked in.
+#[derive(Default)]
+struct Hub {
+    round: AtomicU64,
+    checked_in: AtomicU64,
+    waiting: Mutex<Vec<Waker>>,
+    hub: Mutex<Option<Waker>>,
+}
+
+/// On one P (never an idle P to split for), from a hub's third wake in a
+/// poll on, the members its wakes displace from `runnext` stay in the
+/// batch queue and run from there, one after another beside the hub (they
+/// contend on what it serves); every round still completes.
+#[test]
+fn a_hubs_wakees_stay_in_the_batch_queue() {
+    const WORKERS: u64 = 8;
+    const ROUNDS: u64 = 50;
+    let rt = Builder::new().max_procs(1).build().unwrap();
+    let gate = Arc::new(Hub::default());
+    rt.block_on(async {
+        let mut workers = Vec::new();
+        for _ in 0..WORKERS {
+            let gate = gate.clone();
+            workers.push(numa_rt_executor::spawn(async move {
+                for r in 1..=ROUNDS {
+                    poll_fn(|cx| {
+                        if gate.round.load(SeqCst) >= r {
+                            return Poll::Ready(());
+                        }
+                        gate.waiting.lock().unwrap().push(cx.waker().clone());
+                        if gate.round.load(SeqCst) >= r {
+                            Poll::Ready(())
+                        } else {
+                            Poll::Pending
+                        }
+                    })
+                    .await;
+                    if gate.checked_in.fetch_add(1, SeqCst) + 1 == WORKERS * r {
+                        if let Some(w) = gate.hub.lock().unwrap().take() {
+                            w.wake();
+                        }
+                    }
+                }
+            }));
+        }
+        let hub = {
+            let gate = gate.clone();
+            numa_rt_executor::spawn(async move {
+                for r in 1..=ROUNDS {
+                    gate.round.store(r, SeqCst);
+                    let waiting = std::mem::take(&mut *gate.waiting.lock().unwrap());
+                    for w in waiting {
+                        w.wake();
+                    }
+                    poll_fn(|cx| {
+                        if gate.checked_in.load(SeqCst) >= WORKERS * r {
+                            return Poll::Ready(());
+                        }
+                        *gate.hub.lock().unwrap() = Some(cx.waker().clone());
+                        if gate.checked_in.load(SeqCst) >= WORKERS * r {
+                            Poll::Ready(())
+                        } else {
+                            Poll::Pending
+                        }
+                    })
+                    .await;
+                }
+            })
+        };
+        hub.await.unwrap();
+        for w in workers {
+            w.await.unwrap();
+        }
+    });
+    assert_eq!(gate.checked_in.load(SeqCst), WORKERS * ROUNDS);
+    let p = rt.metrics().proc(0);
+    assert!(p.batch_wakes > 0, "no batch formed: {p:?}");
+    assert!(p.batch_queued > 0, "no worker was kept: {p:?}");
     assert!(p.batch_polls > 0, "{p:?}");
     assert_eq!(p.batch_splits, 0, "nobody to split for on one P");
 }

@@ -22,12 +22,62 @@
 
 use super::processor::Core;
 use crate::counters::ProcCounters;
-use crate::task::{batch_id_for, BatchId, TaskMeta};
+use crate::task::{batch_id_for, BatchId, TaskMeta, BATCH_BITS, BATCH_MASK, BATCH_SHIFT};
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 /// A task whose last poll began longer ago than this (in the P's batch
 /// clock, ms) is in no batch: its links have decayed. Long next to a
 /// message round trip (µs), short next to a program phase.
 pub(crate) const BATCH_IDLE_MS: u32 = 100;
+
+/// A poll that has woken this many different tasks is a hub's (a fan-in's
+/// consumer waking its blocked producers), and its batch is a hub's batch
+/// for [`BATCH_IDLE_MS`] (see [`Hubs`]). A pipeline's stage wakes only its
+/// two neighbours, however often they block again during its poll.
+pub(crate) const HUB_WAKES: u32 = 3;
+
+/// The batches that had a hub poll lately: per batch id, the P's batch
+/// clock (ms) + 1 at its last hub poll (0: never). A hub's batch keeps the
+/// members a wake displaces from `runnext` in the batch queue, whoever
+/// wakes (a producer waking its consumer displaces another producer): its
+/// members contend on what the hub serves and run best one after another.
+/// Any other batch's displaced members are split off to the ring for
+/// thieves (`Shared::queue_displaced`; docs/architecture.md, "Batches").
+/// 64 KiB per runtime; written once per hub poll (Relaxed: a hint, like
+/// the batch ids themselves; a stale answer places one task differently).
+pub(crate) struct Hubs(Box<[AtomicU32]>);
+
+impl Hubs {
+    pub(crate) fn new() -> Hubs {
+        Hubs(
+            (0..1usize << BATCH_BITS)
+                .map(|_| AtomicU32::new(0))
+                .collect(),
+        )
+    }
+
+    fn slot(&self, bits: u32) -> &AtomicU32 {
+        &self.0[((bits & BATCH_MASK) >> BATCH_SHIFT) as usize]
+    }
+
+    /// Notes a hub poll of a member of the batch `bits` (`TaskMeta::batch_bits`).
+    #[inline]
+    pub(crate) fn mark(&self, bits: u32, now_ms: u32) {
+        let slot = self.slot(bits);
+        if slot.load(Relaxed) != now_ms.wrapping_add(1) {
+            slot.store(now_ms.wrapping_add(1), Relaxed);
+        }
+    }
+
+    /// Whether the batch `bits` had a hub poll within [`BATCH_IDLE_MS`].
+    #[inline]
+    pub(crate) fn is_hub(&self, bits: u32, now_ms: u32) -> bool {
+        match self.slot(bits).load(Relaxed) {
+            0 => false,
+            s => now_ms.saturating_sub(s - 1) <= BATCH_IDLE_MS,
+        }
+    }
+}
 
 /// The task's batch, unless it has decayed by `now_ms`.
 #[inline]
@@ -94,6 +144,25 @@ mod tests {
     use super::*;
     use crate::task::Kind;
     use std::panic::Location;
+
+    #[test]
+    fn a_hub_mark_lasts_as_long_as_a_batch() {
+        let hubs = Hubs::new();
+        let t = TaskMeta::new(Kind::Task, Location::caller());
+        t.set_batch(batch_id_for(t.id));
+        let bits = t.batch_bits();
+        let other = TaskMeta::new(Kind::Task, Location::caller());
+        other.set_batch(BatchId::new(batch_id_for(t.id).get() % 16_000 + 1).unwrap());
+        assert!(!hubs.is_hub(bits, 0), "never marked");
+        hubs.mark(bits, 1_000);
+        assert!(hubs.is_hub(bits, 1_000));
+        assert!(hubs.is_hub(bits, 1_000 + BATCH_IDLE_MS));
+        assert!(!hubs.is_hub(bits, 1_001 + BATCH_IDLE_MS), "decayed");
+        assert!(hubs.is_hub(bits, 900), "a fresher stamp than our clock");
+        assert!(!hubs.is_hub(other.batch_bits(), 1_000), "another batch");
+        hubs.mark(bits, 0);
+        assert!(hubs.is_hub(bits, 0), "clock 0 is a stamp too");
+    }
 
     #[test]
     fn a_batch_decays_when_its_task_is_not_polled() {

@@ -70,6 +70,8 @@ pub(crate) struct Shared {
     pub(crate) procs: Box<[Processor]>,
     pub(crate) nodes: Box<[Node]>,
     pub(crate) idle: Idle,
+    /// The batches with a hub (see `batch::Hubs`).
+    pub(crate) hubs: batch::Hubs,
     pub(crate) config: Config,
     pub(crate) topology: Topology,
     pub(crate) reactor: Reactor,
@@ -266,6 +268,7 @@ impl Shared {
             procs: procs.into_boxed_slice(),
             nodes,
             idle: Idle::new(node_of_p, nnodes),
+            hubs: batch::Hubs::new(),
             config,
             topology,
             reactor,
@@ -493,7 +496,12 @@ impl Shared {
                 Some(core.node)
             } else {
                 let bits = if edge {
-                    batch::learn_edge(core, task.metadata(), &self.procs[core.index].metrics)
+                    let bits =
+                        batch::learn_edge(core, task.metadata(), &self.procs[core.index].metrics);
+                    if core.note_wake(task.metadata()) && bits != 0 {
+                        self.hubs.mark(bits, core.clock_ms);
+                    }
+                    bits
                 } else {
                     0
                 };
@@ -530,33 +538,41 @@ impl Shared {
         self.push_node(node, task);
     }
 
-    /// Where the task a wake displaced from `runnext` goes: the batch queue
-    /// when it is in the waker's batch (`bits`, see `batch::learn_edge`) and
-    /// no P of the node is idle to take it (occam-π: a batch is split only
-    /// when another processor is idle), otherwise the ring's tail, as in
-    /// Go. A member that goes to the ring because a P is idle is the split:
-    /// it marks the ring shared out (`Processor::share_out`), so the idle P
-    /// may take it however soon this P would reach it itself. (A spinning
-    /// M is not counted as idle here: it asks for a split anyway, and
-    /// handing it members at once made the 64-producer fan-in over tokio's
-    /// mpsc 25% slower at 2 P's, the pipeline 10% faster.)
+    /// Where the task a wake displaced from `runnext` goes. A member of the
+    /// waker's batch (`bits`, see `batch::learn_edge`) is one of two
+    /// members runnable at once: occam-π's cue to split. It is kept in the
+    /// batch queue only when its batch has a hub (a member whose poll woke
+    /// [`batch::HUB_WAKES`] different tasks lately, `batch::Hubs`: a
+    /// fan-in's consumer, whose producers contend on its one channel and
+    /// run best one after another beside it) and no P of the node is idle
+    /// to take it. Otherwise it goes to the ring's tail, as in Go, and
+    /// marks the ring shared out (`Processor::share_out`), so a thief may
+    /// take it however soon this P would reach it itself: a pipeline's
+    /// stages spread over the P's and run at once; kept together, they ran
+    /// as one wave on one P while the other P found nothing and parked
+    /// (docs/architecture.md, "Batches"). (A spinning M is not counted as
+    /// idle for a hub's members: it asks for a split anyway, and handing it
+    /// members at once made the 64-producer fan-in over tokio's mpsc 25%
+    /// slower at 2 P's.) A task of another batch, or of none, goes to the
+    /// ring under the ring's keep rule.
     /// Out of line: most wakes displace nothing, and the schedule function's
     /// closure stays small enough to be inlined.
     /// True if it went to the ring (a thief may take it).
     #[inline(never)]
     fn queue_displaced(&self, core: &mut Core, old: Runnable, bits: u32) -> bool {
         if bits != 0
-            && core.bq.len() < processor::BATCH_QUEUE_CAP
             && old.metadata().batch_bits() == bits
             && batch::live_batch(old.metadata(), core.clock_ms).is_some()
         {
-            if self.idle.node_npidle_hint(core.node) == 0 {
+            let hub = core.poll_wakes >= batch::HUB_WAKES || self.hubs.is_hub(bits, core.clock_ms);
+            if !hub || self.idle.node_npidle_hint(core.node) != 0 {
+                self.procs[core.index].share_out();
+            } else if core.bq.len() < processor::BATCH_QUEUE_CAP {
                 let p = &self.procs[core.index];
                 p.metrics.batch_queued.incr();
                 core.bq_push(old, p);
                 return false;
             }
-            self.procs[core.index].share_out();
         }
         core.queue.push_back(old, &self.nodes[core.node].inject);
         true

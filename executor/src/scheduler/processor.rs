@@ -11,7 +11,7 @@ use super::inject::Inject;
 use super::machine::Machine;
 use crate::counters::ProcCounters;
 use crate::queue;
-use crate::task::Runnable;
+use crate::task::{Runnable, TaskMeta};
 use numa_rt_reactor::{Driver, Unparker};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex};
@@ -135,6 +135,12 @@ pub(crate) struct Core {
     /// being polled: see `Shared::learn_edge`. An address, not a pointer, so
     /// that `Core` stays `Send`.
     pub(crate) running_meta: usize,
+    /// The different tasks the poll in progress has woken (reset before
+    /// each poll; counted against the last two wakees, so a pipeline stage
+    /// waking its two neighbours again and again counts 2): a poll that
+    /// reaches [`super::batch::HUB_WAKES`] is a hub's (see `Core::note_wake`).
+    pub(crate) poll_wakes: u32,
+    pub(crate) last_wakees: [usize; 2],
     /// The batch queue: tasks of the running batch that a wake displaced
     /// from `runnext` while no P of the node was idle (docs/architecture.md,
     /// "Batches"). Owner-only: thieves never take from it; a thief that
@@ -161,6 +167,20 @@ impl Core {
         out.extend(self.bq.drain(..));
         p.bq_len.store(0, Relaxed);
         out
+    }
+
+    /// Counts a wake of `wakee` by the poll in progress if it is neither of
+    /// the last two tasks this poll woke. True when this wake makes the
+    /// poll a hub's ([`super::batch::HUB_WAKES`] different wakees).
+    #[inline]
+    pub(crate) fn note_wake(&mut self, wakee: &TaskMeta) -> bool {
+        let a = std::ptr::from_ref(wakee) as usize;
+        if a == self.last_wakees[0] || a == self.last_wakees[1] {
+            return false;
+        }
+        self.last_wakees = [a, self.last_wakees[0]];
+        self.poll_wakes = self.poll_wakes.saturating_add(1);
+        self.poll_wakes == super::batch::HUB_WAKES
     }
 
     /// Keeps `t`, a member of the running batch, in the batch queue.
@@ -316,6 +336,8 @@ impl Processor {
             clock_ms: 0,
             retired: false,
             running_meta: 0,
+            poll_wakes: 0,
+            last_wakees: [0; 2],
             bq: std::collections::VecDeque::with_capacity(BATCH_QUEUE_CAP),
             bq_run: 0,
         });

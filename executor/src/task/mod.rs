@@ -157,9 +157,9 @@ const FINISHED: u32 = 0b10;
 const LAST_P_SHIFT: u32 = 16;
 /// Where the task's batch id starts in `flags` (14 bits between the two
 /// flags and the last P; 0: in no batch). See [`TaskMeta::batch`].
-const BATCH_SHIFT: u32 = 2;
-const BATCH_BITS: u32 = LAST_P_SHIFT - BATCH_SHIFT;
-const BATCH_MASK: u32 = ((1 << BATCH_BITS) - 1) << BATCH_SHIFT;
+pub(crate) const BATCH_SHIFT: u32 = 2;
+pub(crate) const BATCH_BITS: u32 = LAST_P_SHIFT - BATCH_SHIFT;
+pub(crate) const BATCH_MASK: u32 = ((1 << BATCH_BITS) - 1) << BATCH_SHIFT;
 
 /// A batch id: which group of tasks that wake each other a task belongs to
 /// (seed 000's batches; docs/architecture.md, "Batches"). 14 bits, never 0.
