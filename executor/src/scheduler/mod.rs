@@ -564,7 +564,7 @@ impl Shared {
             && old.metadata().batch_bits() == bits
             && batch::live_batch(old.metadata(), core.clock_ms).is_some()
         {
-            let hub = core.poll_wakes >= batch::HUB_WAKES || self.hubs.is_hub(bits, core.clock_ms);
+            let hub = core.in_hub_poll() || self.hubs.is_hub(bits, core.clock_ms);
             if !hub || self.idle.node_npidle_hint(core.node) != 0 {
                 self.procs[core.index].share_out();
             } else if core.bq.len() < processor::BATCH_QUEUE_CAP {
