@@ -570,6 +570,7 @@ impl Counters for NumaRt {
             ("batch_queued", sum(|p| p.batch_queued)),
             ("batch_polls", sum(|p| p.batch_polls)),
             ("batch_splits", sum(|p| p.batch_splits)),
+            ("batch_hub_polls", sum(|p| p.batch_hub_polls)),
             ("busy_us", sum(|p| p.busy_duration.as_micros() as u64)),
         ];
         // Each P's busy time (up to 16 P's): how evenly the work spread.

@@ -68,6 +68,8 @@ pub(crate) struct ProcCounters {
     pub(crate) batch_polls: Counter,
     /// Times the owner split its batch queue into the ring for a thief.
     pub(crate) batch_splits: Counter,
+    /// Polls that woke `batch::HUB_WAKES` or more different tasks.
+    pub(crate) batch_hub_polls: Counter,
     pub(crate) root_tasks_received: Counter,
     pub(crate) handbacks: Counter,
     /// Written by the monitor thread (`incr_shared`).

@@ -72,7 +72,10 @@ pub struct ProcMetrics {
     pub batch_joins: u64,
     /// Tasks of the running batch that a wake displaced from `runnext` and
     /// that this P kept in its batch queue (not stealable one by one)
-    /// instead of its ring, because no P of the node was idle.
+    /// instead of its ring, because their batch has a hub (see
+    /// `batch_hub_polls`) and no P of the node was idle. A displaced member
+    /// of a batch without a hub (a pipeline's stage) goes to the ring, for
+    /// thieves.
     pub batch_queued: u64,
     /// Polls of tasks taken from the batch queue.
     pub batch_polls: u64,
@@ -80,6 +83,11 @@ pub struct ProcMetrics {
     /// P's M asked (occam-π's split: members runnable at once, a processor
     /// idle).
     pub batch_splits: u64,
+    /// Polls on this P that woke 3 or more different tasks: a hub's (a
+    /// fan-in's consumer waking its blocked producers). Each marks the
+    /// polled task's batch as a hub's for 100 ms, so that its members stay
+    /// together in the batch queue (docs/architecture.md, "Batches").
+    pub batch_hub_polls: u64,
     /// Times this P's M, as its node's watcher, drained another P's poller
     /// (an I/O event or due timer of that P, run here instead).
     pub helps: u64,
@@ -316,6 +324,7 @@ impl RuntimeMetrics {
             batch_queued: m.batch_queued.get(),
             batch_polls: m.batch_polls.get(),
             batch_splits: m.batch_splits.get(),
+            batch_hub_polls: m.batch_hub_polls.get(),
             helps: driver.helps,
             watch_handoffs: driver.watch_handoffs,
             sources_moved_in: driver.sources_moved_in,

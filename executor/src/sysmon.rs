@@ -801,7 +801,7 @@ pub(crate) fn schedtrace(shared: &Arc<Shared>, detail: bool) -> String {
                 "  P{i}: node={} status={status} m=M{} runqsize={} runnext={} inbox={} timers={timers} \
                  sources={sources} curtask={curtask} polls={} stolen={} migrated={} \
                  batchwakes={} batchjoins={} batchq={} batchqueued={} batchpolls={} batchsplits={} \
-                 busy={}ms",
+                 batchhubs={} busy={}ms",
                 p.node,
                 pm.machine,
                 pm.local_queue_depth,
@@ -816,6 +816,7 @@ pub(crate) fn schedtrace(shared: &Arc<Shared>, detail: bool) -> String {
                 pm.batch_queued,
                 pm.batch_polls,
                 pm.batch_splits,
+                pm.batch_hub_polls,
                 pm.busy_duration.as_millis(),
             );
         }
@@ -823,14 +824,22 @@ pub(crate) fn schedtrace(shared: &Arc<Shared>, detail: bool) -> String {
         let _ = writeln!(out, "  tasks: {} live", tasks.len());
         let batches = tasks.batch_sizes();
         if !batches.is_empty() {
+            let now_ms = crate::task::epoch_ms(std::time::Instant::now());
             let shown: Vec<String> = batches
                 .iter()
                 .take(8)
-                .map(|(b, n)| format!("{b}:{n}"))
+                .map(|&(b, n)| {
+                    let hub = if shared.hubs.is_hub_id(b, now_ms) {
+                        "(hub)"
+                    } else {
+                        ""
+                    };
+                    format!("{b}:{n}{hub}")
+                })
                 .collect();
             let _ = writeln!(
                 out,
-                "  batches: {} live, {} tasks in them; largest (batch:tasks) {}",
+                "  batches: {} live, {} tasks in them; largest (batch:tasks, (hub): a hub's) {}",
                 batches.len(),
                 batches.iter().map(|(_, n)| n).sum::<usize>(),
                 shown.join(" ")

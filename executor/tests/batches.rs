@@ -233,6 +233,10 @@ fn a_pipeline_splits_its_displaced_members_off_to_the_ring() {
     let p = rt.metrics().proc(0);
     assert!(p.batch_wakes > 0, "the stages formed no batch: {p:?}");
     assert_eq!(p.batch_queued, 0, "a chain's member was kept: {p:?}");
+    assert_eq!(
+        p.batch_hub_polls, 0,
+        "a stage's poll counted as a hub's: {p:?}"
+    );
     assert_eq!(p.batch_polls, 0, "{p:?}");
     assert_eq!(p.batch_splits, 0, "nobody to split for on one P");
 }
@@ -316,6 +320,10 @@ fn a_hubs_wakees_stay_in_the_batch_queue() {
     assert_eq!(gate.checked_in.load(SeqCst), WORKERS * ROUNDS);
     let p = rt.metrics().proc(0);
     assert!(p.batch_wakes > 0, "no batch formed: {p:?}");
+    assert!(
+        p.batch_hub_polls > 0,
+        "the hub's polls were not counted: {p:?}"
+    );
     assert!(p.batch_queued > 0, "no worker was kept: {p:?}");
     assert!(p.batch_polls > 0, "{p:?}");
     assert_eq!(p.batch_splits, 0, "nobody to split for on one P");

@@ -126,6 +126,110 @@ fn schedtrace_prints_go_lines_with_nodes_and_procs() {
     );
 }
 
+/// The schedtrace shows a hub: its polls per P (`batchhubs=`) and its batch
+/// marked `(hub)` in the `batches:` line (docs/architecture.md, "Batches").
+#[test]
+fn schedtrace_marks_a_hubs_batch() {
+    const NAME: &str = "schedtrace_marks_a_hubs_batch";
+    if is_child(NAME) {
+        use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+        use std::sync::{Arc, Mutex};
+        use std::task::{Poll, Waker};
+        // A hub releases every waiting worker in one poll, then waits for
+        // all of them to check in; rounds for a few trace periods. SeqCst:
+        // a waiter registers and then re-reads, the releaser stores and
+        // then wakes.
+        #[derive(Default)]
+        struct Gate {
+            round: AtomicU64,
+            checked_in: AtomicU64,
+            waiting: Mutex<Vec<Waker>>,
+            hub: Mutex<Option<Waker>>,
+        }
+        const WORKERS: u64 = 6;
+        let rt = Builder::new().max_procs(1).build().unwrap();
+        let gate = Arc::new(Gate::default());
+        let done = Arc::new(AtomicU64::new(u64::MAX));
+        rt.block_on(async {
+            for _ in 0..WORKERS {
+                let (gate, done) = (gate.clone(), done.clone());
+                spawn(async move {
+                    let mut r = 1;
+                    while r <= done.load(SeqCst) {
+                        futures::future::poll_fn(|cx| {
+                            if gate.round.load(SeqCst) >= r {
+                                return Poll::Ready(());
+                            }
+                            gate.waiting.lock().unwrap().push(cx.waker().clone());
+                            if gate.round.load(SeqCst) >= r {
+                                Poll::Ready(())
+                            } else {
+                                Poll::Pending
+                            }
+                        })
+                        .await;
+                        if gate.checked_in.fetch_add(1, SeqCst) + 1 == WORKERS * r {
+                            if let Some(w) = gate.hub.lock().unwrap().take() {
+                                w.wake();
+                            }
+                        }
+                        r += 1;
+                    }
+                });
+            }
+            let hub = {
+                let (gate, done) = (gate.clone(), done.clone());
+                spawn(async move {
+                    let t0 = std::time::Instant::now();
+                    let mut r = 0;
+                    while t0.elapsed() < Duration::from_millis(300) {
+                        r += 1;
+                        gate.round.store(r, SeqCst);
+                        let waiting = std::mem::take(&mut *gate.waiting.lock().unwrap());
+                        for w in waiting {
+                            w.wake();
+                        }
+                        futures::future::poll_fn(|cx| {
+                            if gate.checked_in.load(SeqCst) >= WORKERS * r {
+                                return Poll::Ready(());
+                            }
+                            *gate.hub.lock().unwrap() = Some(cx.waker().clone());
+                            if gate.checked_in.load(SeqCst) >= WORKERS * r {
+                                Poll::Ready(())
+                            } else {
+                                Poll::Pending
+                            }
+                        })
+                        .await;
+                    }
+                    // The workers stop after the next release.
+                    done.store(r + 1, SeqCst);
+                    gate.round.store(r + 1, SeqCst);
+                    let waiting = std::mem::take(&mut *gate.waiting.lock().unwrap());
+                    for w in waiting {
+                        w.wake();
+                    }
+                })
+            };
+            hub.await.unwrap();
+        });
+        return;
+    }
+    let (ok, err) = child(NAME, &[("NUMA_RT_SCHEDTRACE", "20,detail")]);
+    assert!(ok, "child failed:\n{err}");
+    assert!(
+        err.lines()
+            .filter(|l| l.starts_with("  P0: "))
+            .any(|l| !l.contains(" batchhubs=0 ") && l.contains(" batchhubs=")),
+        "no hub poll counted:\n{err}"
+    );
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("  batches: ") && l.contains("(hub)")),
+        "no batch marked as a hub's:\n{err}"
+    );
+}
+
 #[test]
 fn bad_sysmon_variables_are_named() {
     const NAME: &str = "bad_sysmon_variables_are_named";

@@ -69,6 +69,11 @@ impl Hubs {
         }
     }
 
+    /// [`Hubs::is_hub`] by batch id (`TaskInfo::batch`), for diagnostics.
+    pub(crate) fn is_hub_id(&self, id: u16, now_ms: u32) -> bool {
+        self.is_hub(u32::from(id) << BATCH_SHIFT, now_ms)
+    }
+
     /// Whether the batch `bits` had a hub poll within [`BATCH_IDLE_MS`].
     #[inline]
     pub(crate) fn is_hub(&self, bits: u32, now_ms: u32) -> bool {

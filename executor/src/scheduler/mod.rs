@@ -498,8 +498,11 @@ impl Shared {
                 let bits = if edge {
                     let bits =
                         batch::learn_edge(core, task.metadata(), &self.procs[core.index].metrics);
-                    if core.note_wake(task.metadata()) && bits != 0 {
-                        self.hubs.mark(bits, core.clock_ms);
+                    if core.note_wake(task.metadata()) {
+                        self.procs[core.index].metrics.batch_hub_polls.incr();
+                        if bits != 0 {
+                            self.hubs.mark(bits, core.clock_ms);
+                        }
                     }
                     bits
                 } else {
