@@ -498,7 +498,7 @@ impl Shared {
                 let bits = if edge {
                     let bits =
                         batch::learn_edge(core, task.metadata(), &self.procs[core.index].metrics);
-                    if core.note_wake(task.metadata()) {
+                    if batch::note_wake(core, task.metadata()) {
                         self.note_hub_poll(core, bits);
                     }
                     bits
@@ -576,7 +576,7 @@ impl Shared {
             && old.metadata().batch_bits() == bits
             && batch::live_batch(old.metadata(), core.clock_ms).is_some()
         {
-            let hub = core.in_hub_poll() || self.hubs.is_hub(bits, core.clock_ms);
+            let hub = batch::in_hub_poll(core) || self.hubs.is_hub(bits, core.clock_ms);
             if !hub || self.idle.node_npidle_hint(core.node) != 0 {
                 self.procs[core.index].share_out();
             } else if core.bq.len() < processor::BATCH_QUEUE_CAP {

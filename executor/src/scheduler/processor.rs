@@ -11,7 +11,7 @@ use super::inject::Inject;
 use super::machine::Machine;
 use crate::counters::ProcCounters;
 use crate::queue;
-use crate::task::{Runnable, TaskMeta};
+use crate::task::Runnable;
 use numa_rt_reactor::{Driver, Unparker};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex};
@@ -138,7 +138,7 @@ pub(crate) struct Core {
     /// The different tasks the poll in progress has woken (reset before
     /// each poll; counted against the last two wakees, so a pipeline stage
     /// waking its two neighbours again and again counts 2): a poll that
-    /// reaches [`super::batch::HUB_WAKES`] is a hub's (see `Core::note_wake`).
+    /// reaches `batch::HUB_WAKES` is a hub's (see `batch::note_wake`).
     pub(crate) poll_wakes: u32,
     /// The last two tasks the poll woke (cleared before each poll).
     pub(crate) last_wakees: [usize; 2],
@@ -168,28 +168,6 @@ impl Core {
         out.extend(self.bq.drain(..));
         p.bq_len.store(0, Relaxed);
         out
-    }
-
-    /// Counts a wake of `wakee` by the poll in progress unless it is one
-    /// of the last two tasks this poll woke. True when this wake makes the
-    /// poll a hub's ([`super::batch::HUB_WAKES`] different wakees). With
-    /// the rest of the hub rule, ~16 instructions per wake (callgrind,
-    /// ping_pong at one worker: 1,610 -> 1,626 per message, 1%).
-    #[inline]
-    pub(crate) fn note_wake(&mut self, wakee: &TaskMeta) -> bool {
-        let a = std::ptr::from_ref(wakee) as usize;
-        if a == self.last_wakees[0] || a == self.last_wakees[1] {
-            return false;
-        }
-        self.last_wakees = [a, self.last_wakees[0]];
-        self.poll_wakes = self.poll_wakes.saturating_add(1);
-        self.poll_wakes == super::batch::HUB_WAKES
-    }
-
-    /// Whether the poll in progress is a hub's (see [`Core::note_wake`]).
-    #[inline]
-    pub(crate) fn in_hub_poll(&self) -> bool {
-        self.poll_wakes >= super::batch::HUB_WAKES
     }
 
     /// Keeps `t`, a member of the running batch, in the batch queue.

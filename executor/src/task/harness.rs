@@ -51,6 +51,42 @@ impl Drop for Enter {
     }
 }
 
+/// The id of the task being run on this thread.
+///
+/// Works inside a task's future (spawned with `spawn`, `spawn_local`,
+/// `spawn_on` or a [`JoinSet`](super::JoinSet)), inside a `spawn_blocking`
+/// closure, and while the runtime drops a task's future (in its `Drop`).
+///
+/// # Panics
+/// Anywhere else: outside the runtime, or in the future passed to
+/// `Runtime::block_on` (which is not a task). See [`try_id()`].
+///
+/// ```
+/// let rt = numa_rt_executor::Runtime::new().unwrap();
+/// rt.block_on(async {
+///     let h = numa_rt_executor::spawn(async { numa_rt_executor::task::id() });
+///     let id = h.id();
+///     assert_eq!(h.await.unwrap(), id);
+/// });
+/// ```
+#[track_caller]
+pub fn id() -> Id {
+    match try_id() {
+        Some(id) => id,
+        None => panic!(
+            "numa_rt::task::id() called outside a task: call it from a spawned task's future \
+             or a spawn_blocking closure (the future given to block_on is not a task); \
+             numa_rt::task::try_id() returns None instead of panicking"
+        ),
+    }
+}
+
+/// The id of the task being run on this thread, or `None` outside a task.
+/// See [`id()`].
+pub fn try_id() -> Option<Id> {
+    current_id()
+}
+
 /// The id of the task polled (or dropped) on this thread.
 pub(crate) fn current_id() -> Option<Id> {
     CURRENT.with(|c| {

@@ -1,6 +1,6 @@
-//! Task ids: [`Id`], [`id()`], [`try_id()`].
+//! Task ids: [`Id`]. The `id()` and `try_id()` functions live in the harness,
+//! which sets the thread-local they read.
 
-use super::harness;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 ///
 /// The same value is returned by [`JoinHandle::id`](super::JoinHandle::id),
 /// [`AbortHandle::id`](super::AbortHandle::id), [`JoinError::id`](super::JoinError::id)
-/// and, inside the task, by [`id()`].
+/// and, inside the task, by [`id()`](fn@super::id).
 ///
 /// Stored as two 32-bit halves, high first (so the derived order is the
 /// number's): 4-aligned, which lets a task's `TaskMeta` be five 32-bit
@@ -67,40 +67,4 @@ impl fmt::Display for Id {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.as_u64().fmt(f)
     }
-}
-
-/// The id of the task being run on this thread.
-///
-/// Works inside a task's future (spawned with `spawn`, `spawn_local`,
-/// `spawn_on` or a [`JoinSet`](super::JoinSet)), inside a `spawn_blocking`
-/// closure, and while the runtime drops a task's future (in its `Drop`).
-///
-/// # Panics
-/// Anywhere else: outside the runtime, or in the future passed to
-/// `Runtime::block_on` (which is not a task). See [`try_id()`].
-///
-/// ```
-/// let rt = numa_rt_executor::Runtime::new().unwrap();
-/// rt.block_on(async {
-///     let h = numa_rt_executor::spawn(async { numa_rt_executor::task::id() });
-///     let id = h.id();
-///     assert_eq!(h.await.unwrap(), id);
-/// });
-/// ```
-#[track_caller]
-pub fn id() -> Id {
-    match try_id() {
-        Some(id) => id,
-        None => panic!(
-            "numa_rt::task::id() called outside a task: call it from a spawned task's future \
-             or a spawn_blocking closure (the future given to block_on is not a task); \
-             numa_rt::task::try_id() returns None instead of panicking"
-        ),
-    }
-}
-
-/// The id of the task being run on this thread, or `None` outside a task.
-/// See [`id()`].
-pub fn try_id() -> Option<Id> {
-    harness::current_id()
 }

@@ -66,7 +66,8 @@ mod yield_now;
 pub use crate::spawn::spawn_near;
 pub use abort::AbortHandle;
 pub use dump::{TaskDump, TaskInfo, TaskState};
-pub use id::{id, try_id, Id};
+pub use harness::{id, try_id};
+pub use id::Id;
 pub use join::{JoinError, JoinHandle};
 pub use join_set::JoinSet;
 #[doc(hidden)]
