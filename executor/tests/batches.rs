@@ -1,15 +1,14 @@
 //! Batches learned from wake edges, seen through the task dump and the
 //! metrics, and `spawn_near` (docs/architecture.md, "Batches").
 
+mod common;
+use common::Hub;
 use futures::channel::mpsc;
-use futures::future::poll_fn;
 use futures::{SinkExt, StreamExt};
 use numa_rt_executor::{Builder, Handle};
 use numa_rt_reactor::context::current_p;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
-use std::sync::{Arc, Mutex};
-use std::task::{Poll, Waker};
+use std::sync::Arc;
 
 fn batch_of(handle: &Handle, id: numa_rt_executor::task::Id) -> Option<u16> {
     handle
@@ -241,17 +240,6 @@ fn a_pipeline_splits_its_displaced_members_off_to_the_ring() {
     assert_eq!(p.batch_splits, 0, "nobody to split for on one P");
 }
 
-/// A hub: each round it releases every waiting worker in one poll (as a
-/// fan-in's consumer taking values from a full channel wakes the blocked
-/// producers), then waits until all of them have checked in.
-#[derive(Default)]
-struct Hub {
-    round: AtomicU64,
-    checked_in: AtomicU64,
-    waiting: Mutex<Vec<Waker>>,
-    hub: Mutex<Option<Waker>>,
-}
-
 /// On one P (never an idle P to split for), from a hub's third wake in a
 /// poll on, the members its wakes displace from `runnext` stay in the
 /// batch queue and run from there, one after another beside the hub (they
@@ -268,23 +256,8 @@ fn a_hubs_wakees_stay_in_the_batch_queue() {
             let gate = gate.clone();
             workers.push(numa_rt_executor::spawn(async move {
                 for r in 1..=ROUNDS {
-                    poll_fn(|cx| {
-                        if gate.round.load(SeqCst) >= r {
-                            return Poll::Ready(());
-                        }
-                        gate.waiting.lock().unwrap().push(cx.waker().clone());
-                        if gate.round.load(SeqCst) >= r {
-                            Poll::Ready(())
-                        } else {
-                            Poll::Pending
-                        }
-                    })
-                    .await;
-                    if gate.checked_in.fetch_add(1, SeqCst) + 1 == WORKERS * r {
-                        if let Some(w) = gate.hub.lock().unwrap().take() {
-                            w.wake();
-                        }
-                    }
+                    gate.wait_round(r).await;
+                    gate.check_in(r, WORKERS);
                 }
             }));
         }
@@ -292,23 +265,8 @@ fn a_hubs_wakees_stay_in_the_batch_queue() {
             let gate = gate.clone();
             numa_rt_executor::spawn(async move {
                 for r in 1..=ROUNDS {
-                    gate.round.store(r, SeqCst);
-                    let waiting = std::mem::take(&mut *gate.waiting.lock().unwrap());
-                    for w in waiting {
-                        w.wake();
-                    }
-                    poll_fn(|cx| {
-                        if gate.checked_in.load(SeqCst) >= WORKERS * r {
-                            return Poll::Ready(());
-                        }
-                        *gate.hub.lock().unwrap() = Some(cx.waker().clone());
-                        if gate.checked_in.load(SeqCst) >= WORKERS * r {
-                            Poll::Ready(())
-                        } else {
-                            Poll::Pending
-                        }
-                    })
-                    .await;
+                    gate.release(r);
+                    gate.wait_checked_in(r, WORKERS).await;
                 }
             })
         };
@@ -317,7 +275,7 @@ fn a_hubs_wakees_stay_in_the_batch_queue() {
             w.await.unwrap();
         }
     });
-    assert_eq!(gate.checked_in.load(SeqCst), WORKERS * ROUNDS);
+    assert_eq!(gate.checked_in(), WORKERS * ROUNDS);
     let p = rt.metrics().proc(0);
     assert!(p.batch_wakes > 0, "no batch formed: {p:?}");
     assert!(

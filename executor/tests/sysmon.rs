@@ -133,85 +133,39 @@ fn schedtrace_marks_a_hubs_batch() {
     const NAME: &str = "schedtrace_marks_a_hubs_batch";
     if is_child(NAME) {
         use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
-        use std::sync::{Arc, Mutex};
-        use std::task::{Poll, Waker};
-        // A hub releases every waiting worker in one poll, then waits for
-        // all of them to check in; rounds for a few trace periods. SeqCst:
-        // a waiter registers and then re-reads, the releaser stores and
-        // then wakes.
-        #[derive(Default)]
-        struct Gate {
-            round: AtomicU64,
-            checked_in: AtomicU64,
-            waiting: Mutex<Vec<Waker>>,
-            hub: Mutex<Option<Waker>>,
-        }
+        use std::sync::Arc;
         const WORKERS: u64 = 6;
         let rt = Builder::new().max_procs(1).build().unwrap();
-        let gate = Arc::new(Gate::default());
-        let done = Arc::new(AtomicU64::new(u64::MAX));
+        let gate = Arc::new(common::Hub::default());
+        // The last round, once the hub has run for a few trace periods.
+        let last = Arc::new(AtomicU64::new(u64::MAX));
         rt.block_on(async {
             for _ in 0..WORKERS {
-                let (gate, done) = (gate.clone(), done.clone());
+                let (gate, last) = (gate.clone(), last.clone());
                 spawn(async move {
                     let mut r = 1;
-                    while r <= done.load(SeqCst) {
-                        futures::future::poll_fn(|cx| {
-                            if gate.round.load(SeqCst) >= r {
-                                return Poll::Ready(());
-                            }
-                            gate.waiting.lock().unwrap().push(cx.waker().clone());
-                            if gate.round.load(SeqCst) >= r {
-                                Poll::Ready(())
-                            } else {
-                                Poll::Pending
-                            }
-                        })
-                        .await;
-                        if gate.checked_in.fetch_add(1, SeqCst) + 1 == WORKERS * r {
-                            if let Some(w) = gate.hub.lock().unwrap().take() {
-                                w.wake();
-                            }
-                        }
+                    while r <= last.load(SeqCst) {
+                        gate.wait_round(r).await;
+                        gate.check_in(r, WORKERS);
                         r += 1;
                     }
                 });
             }
-            let hub = {
-                let (gate, done) = (gate.clone(), done.clone());
-                spawn(async move {
-                    let t0 = std::time::Instant::now();
-                    let mut r = 0;
-                    while t0.elapsed() < Duration::from_millis(300) {
-                        r += 1;
-                        gate.round.store(r, SeqCst);
-                        let waiting = std::mem::take(&mut *gate.waiting.lock().unwrap());
-                        for w in waiting {
-                            w.wake();
-                        }
-                        futures::future::poll_fn(|cx| {
-                            if gate.checked_in.load(SeqCst) >= WORKERS * r {
-                                return Poll::Ready(());
-                            }
-                            *gate.hub.lock().unwrap() = Some(cx.waker().clone());
-                            if gate.checked_in.load(SeqCst) >= WORKERS * r {
-                                Poll::Ready(())
-                            } else {
-                                Poll::Pending
-                            }
-                        })
-                        .await;
-                    }
-                    // The workers stop after the next release.
-                    done.store(r + 1, SeqCst);
-                    gate.round.store(r + 1, SeqCst);
-                    let waiting = std::mem::take(&mut *gate.waiting.lock().unwrap());
-                    for w in waiting {
-                        w.wake();
-                    }
-                })
-            };
-            hub.await.unwrap();
+            let (gate, last) = (gate.clone(), last.clone());
+            spawn(async move {
+                let t0 = std::time::Instant::now();
+                let mut r = 0;
+                while t0.elapsed() < Duration::from_millis(300) {
+                    r += 1;
+                    gate.release(r);
+                    gate.wait_checked_in(r, WORKERS).await;
+                }
+                // The workers stop after the next release.
+                last.store(r + 1, SeqCst);
+                gate.release(r + 1);
+            })
+            .await
+            .unwrap();
         });
         return;
     }

@@ -66,7 +66,8 @@ pub(crate) fn in_hub_poll(core: &Core) -> bool {
 /// members contend on what the hub serves and run best one after another.
 /// Any other batch's displaced members are split off to the ring for
 /// thieves (`Shared::queue_displaced`; docs/architecture.md, "Batches").
-/// 64 KiB per runtime; written once per hub poll (Relaxed: a hint, like
+/// 64 KiB per runtime; written at most once per batch-clock ms per batch,
+/// by a hub poll (Relaxed: a hint, like
 /// the batch ids themselves; a stale answer places one task differently).
 pub(crate) struct Hubs(Box<[AtomicU32]>);
 

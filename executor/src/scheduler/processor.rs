@@ -142,8 +142,8 @@ pub(crate) struct Core {
     pub(crate) poll_wakes: u32,
     /// The last two tasks the poll woke (cleared before each poll).
     pub(crate) last_wakees: [usize; 2],
-    /// The batch queue: tasks of the running batch that a wake displaced
-    /// from `runnext` while no P of the node was idle (docs/architecture.md,
+    /// The batch queue: tasks of a hub's batch that a wake displaced from
+    /// `runnext` while no P of the node was idle (docs/architecture.md,
     /// "Batches"). Owner-only: thieves never take from it; a thief that
     /// finds nothing else asks the owner to split it (`Processor::split`).
     pub(crate) bq: std::collections::VecDeque<Runnable>,

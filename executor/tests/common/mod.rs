@@ -125,3 +125,74 @@ pub fn run_child(env: &str, case: &str) -> String {
     );
     stderr
 }
+
+/// A hub: each round it releases every waiting worker in one poll (as a
+/// fan-in's consumer taking values from a full channel wakes its blocked
+/// producers), then waits until all of them have checked in. SeqCst
+/// throughout: a waiter registers and then re-reads, the releaser stores
+/// and then wakes, so no wake-up is lost.
+#[derive(Default)]
+pub struct Hub {
+    round: std::sync::atomic::AtomicU64,
+    checked_in: std::sync::atomic::AtomicU64,
+    waiting: std::sync::Mutex<Vec<std::task::Waker>>,
+    hub: std::sync::Mutex<Option<std::task::Waker>>,
+}
+
+impl Hub {
+    /// Opens round `r` and wakes every waiting worker, in this one poll.
+    pub fn release(&self, r: u64) {
+        self.round.store(r, Ordering::SeqCst);
+        let waiting = std::mem::take(&mut *self.waiting.lock().unwrap());
+        for w in waiting {
+            w.wake();
+        }
+    }
+
+    /// A worker's wait for round `r` to open.
+    pub async fn wait_round(&self, r: u64) {
+        futures::future::poll_fn(|cx| {
+            if self.round.load(Ordering::SeqCst) >= r {
+                return Poll::Ready(());
+            }
+            self.waiting.lock().unwrap().push(cx.waker().clone());
+            if self.round.load(Ordering::SeqCst) >= r {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await
+    }
+
+    /// A worker checks in for round `r` of `workers`; the last one wakes
+    /// the hub.
+    pub fn check_in(&self, r: u64, workers: u64) {
+        if self.checked_in.fetch_add(1, Ordering::SeqCst) + 1 == workers * r {
+            if let Some(w) = self.hub.lock().unwrap().take() {
+                w.wake();
+            }
+        }
+    }
+
+    /// The hub's wait until all `workers` have checked in for round `r`.
+    pub async fn wait_checked_in(&self, r: u64, workers: u64) {
+        futures::future::poll_fn(|cx| {
+            if self.checked_in.load(Ordering::SeqCst) >= workers * r {
+                return Poll::Ready(());
+            }
+            *self.hub.lock().unwrap() = Some(cx.waker().clone());
+            if self.checked_in.load(Ordering::SeqCst) >= workers * r {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await
+    }
+
+    /// Check-ins so far.
+    pub fn checked_in(&self) -> u64 {
+        self.checked_in.load(Ordering::SeqCst)
+    }
+}
