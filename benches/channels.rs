@@ -368,7 +368,11 @@ async fn pipeline<F: Family, C: Ctx>(ctx: C, probe: Probe, n: u64) -> u64 {
     }
     let sink = spawn_task(ctx, probe, SINK, async move {
         let (mut sum, mut count) = (0, 0);
+        let work = fan_work().1;
         while let Some(v) = F::recv(&mut rx).await {
+            if work != 0 {
+                spin_work(work, v);
+            }
             sum += v;
             count += 1;
         }
@@ -384,11 +388,49 @@ async fn pipeline<F: Family, C: Ctx>(ctx: C, probe: Probe, n: u64) -> u64 {
     sum
 }
 
+/// `CHANNELS_WORK=<producer>[,<consumer>]`: the fan-in's compute per value
+/// (a mixing loop of that many rounds, ~1-2 ns each) in each producer
+/// before each send and in the consumer after each receive, so the fan-in
+/// can be measured with tasks that do work (default 0,0: none).
+fn fan_work() -> (u64, u64) {
+    static WORK: std::sync::OnceLock<(u64, u64)> = std::sync::OnceLock::new();
+    *WORK.get_or_init(|| {
+        let Ok(v) = std::env::var("CHANNELS_WORK") else {
+            return (0, 0);
+        };
+        let bad = || panic!("CHANNELS_WORK={v:?}: expected <producer rounds>[,<consumer rounds>]");
+        let mut it = v.split(',').map(|s| s.trim().parse::<u64>());
+        let p = it.next().and_then(Result::ok).unwrap_or_else(bad);
+        let c = match it.next() {
+            None => 0,
+            Some(r) => r.unwrap_or_else(|_| bad()),
+        };
+        if it.next().is_some() {
+            bad();
+        }
+        (p, c)
+    })
+}
+
+fn spin_work(rounds: u64, seed: u64) {
+    let mut x = seed | 1;
+    for _ in 0..rounds {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+    }
+    std::hint::black_box(x);
+}
+
 async fn fan_in<F: Family, C: Ctx>(ctx: C, probe: Probe, n: u64) -> u64 {
     let (tx, mut rx) = F::bounded::<u64>(FAN_CAP);
     let consumer = spawn_task(ctx, probe, CONSUMER, async move {
         let (mut sum, mut count) = (0, 0);
+        let work = fan_work().1;
         while let Some(v) = F::recv(&mut rx).await {
+            if work != 0 {
+                spin_work(work, v);
+            }
             sum += v;
             count += 1;
         }
@@ -397,7 +439,11 @@ async fn fan_in<F: Family, C: Ctx>(ctx: C, probe: Probe, n: u64) -> u64 {
     for p in 0..FAN_PRODUCERS {
         let tx = tx.clone();
         drop(spawn_task(ctx, probe, PRODUCER, async move {
+            let work = fan_work().0;
             for v in p * n..(p + 1) * n {
+                if work != 0 {
+                    spin_work(work, v);
+                }
                 F::send(&tx, v).await;
             }
         }));
@@ -571,6 +617,8 @@ impl Counters for NumaRt {
             ("batch_polls", sum(|p| p.batch_polls)),
             ("batch_splits", sum(|p| p.batch_splits)),
             ("batch_hub_polls", sum(|p| p.batch_hub_polls)),
+            ("batch_keeps", sum(|p| p.batch_keeps)),
+            ("batch_spreads", sum(|p| p.batch_spreads)),
             ("busy_us", sum(|p| p.busy_duration.as_micros() as u64)),
         ];
         // Each P's busy time (up to 16 P's): how evenly the work spread.

@@ -70,6 +70,10 @@ pub(crate) struct ProcCounters {
     pub(crate) batch_splits: Counter,
     /// Polls that woke `batch::HUB_WAKES` or more different tasks.
     pub(crate) batch_hub_polls: Counter,
+    /// Measurements a hub's poll on this P ended with the kept mode faster.
+    pub(crate) batch_keeps: Counter,
+    /// Measurements a hub's poll on this P ended with the spread mode as fast.
+    pub(crate) batch_spreads: Counter,
     pub(crate) root_tasks_received: Counter,
     pub(crate) handbacks: Counter,
     /// Written by the monitor thread (`incr_shared`).

@@ -73,9 +73,10 @@ pub struct ProcMetrics {
     /// Tasks of the running batch that a wake displaced from `runnext` and
     /// that this P kept in its batch queue (not stealable one by one)
     /// instead of its ring, because their batch has a hub (see
-    /// `batch_hub_polls`) and no P of the node was idle. A displaced member
-    /// of a batch without a hub (a pipeline's stage) goes to the ring, for
-    /// thieves.
+    /// `batch_hub_polls`) and runs faster kept than spread, as measured
+    /// (`batch_keeps`). A displaced member of any other batch (a
+    /// pipeline's stage, a fan-in of producers that compute) goes to the
+    /// ring, for thieves.
     pub batch_queued: u64,
     /// Polls of tasks taken from the batch queue.
     pub batch_polls: u64,
@@ -86,8 +87,19 @@ pub struct ProcMetrics {
     /// Polls on this P that woke 3 or more different tasks: a hub's (a
     /// fan-in's consumer waking its blocked producers). Each marks the
     /// polled task's batch as a hub's for 100 ms, so that its members stay
-    /// together in the batch queue (docs/architecture.md, "Batches").
+    /// together in the batch queue if that runs faster (docs/architecture.md,
+    /// "Batches").
     pub batch_hub_polls: u64,
+    /// Times a hub's batch was measured (4 ms kept on the hub's P) and
+    /// carried little work per hub wake (under 200 µs of busy time: less
+    /// than spreading its members would cost in hand-offs): it is held
+    /// kept, its members one after another on the hub's P
+    /// (contention-aware: they contend on what the hub serves). Counted on
+    /// the P of the hub's poll that ended the measurement.
+    pub batch_keeps: u64,
+    /// Times a hub's batch was measured and carried more work per wake
+    /// than that: it is held spread, its members for any thief.
+    pub batch_spreads: u64,
     /// Times this P's M, as its node's watcher, drained another P's poller
     /// (an I/O event or due timer of that P, run here instead).
     pub helps: u64,
@@ -325,6 +337,8 @@ impl RuntimeMetrics {
             batch_polls: m.batch_polls.get(),
             batch_splits: m.batch_splits.get(),
             batch_hub_polls: m.batch_hub_polls.get(),
+            batch_keeps: m.batch_keeps.get(),
+            batch_spreads: m.batch_spreads.get(),
             helps: driver.helps,
             watch_handoffs: driver.watch_handoffs,
             sources_moved_in: driver.sources_moved_in,

@@ -69,6 +69,7 @@
 
 use crate::config::{DeadlockMode, DEADLOCK_ENV};
 use crate::metrics::RuntimeMetrics;
+use crate::scheduler::hub_mode::Mode;
 use crate::scheduler::{lifecycle, Shared};
 use crate::task::{TaskDump, TaskInfo, TaskState};
 use numa_rt_numa::sys::SchedStatFile;
@@ -801,7 +802,7 @@ pub(crate) fn schedtrace(shared: &Arc<Shared>, detail: bool) -> String {
                 "  P{i}: node={} status={status} m=M{} runqsize={} runnext={} inbox={} timers={timers} \
                  sources={sources} curtask={curtask} polls={} stolen={} migrated={} \
                  batchwakes={} batchjoins={} batchq={} batchqueued={} batchpolls={} batchsplits={} \
-                 batchhubs={} busy={}ms",
+                 batchhubs={} batchkeeps={} batchspreads={} busy={}ms",
                 p.node,
                 pm.machine,
                 pm.local_queue_depth,
@@ -817,6 +818,8 @@ pub(crate) fn schedtrace(shared: &Arc<Shared>, detail: bool) -> String {
                 pm.batch_polls,
                 pm.batch_splits,
                 pm.batch_hub_polls,
+                pm.batch_keeps,
+                pm.batch_spreads,
                 pm.busy_duration.as_millis(),
             );
         }
@@ -829,17 +832,25 @@ pub(crate) fn schedtrace(shared: &Arc<Shared>, detail: bool) -> String {
                 .iter()
                 .take(8)
                 .map(|&(b, n)| {
-                    let hub = if shared.hubs.is_hub_id(b, now_ms) {
-                        "(hub)"
-                    } else {
+                    let hub = if !shared.hubs.is_hub_id(b, now_ms) {
                         ""
+                    } else {
+                        match shared
+                            .hub_modes
+                            .mode(u32::from(b) << crate::task::BATCH_SHIFT)
+                        {
+                            Some(Mode::Keep) => "(hub,kept)",
+                            Some(Mode::Spread) => "(hub,spread)",
+                            Some(Mode::Measuring) => "(hub,measuring)",
+                            None => "(hub)",
+                        }
                     };
                     format!("{b}:{n}{hub}")
                 })
                 .collect();
             let _ = writeln!(
                 out,
-                "  batches: {} live, {} tasks in them; largest (batch:tasks, (hub): a hub's) {}",
+                "  batches: {} live, {} tasks in them; largest (batch:tasks, (hub,<mode>): a hub's) {}",
                 batches.len(),
                 batches.iter().map(|(_, n)| n).sum::<usize>(),
                 shown.join(" ")

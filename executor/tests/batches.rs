@@ -286,3 +286,90 @@ fn a_hubs_wakees_stay_in_the_batch_queue() {
     assert!(p.batch_polls > 0, "{p:?}");
     assert_eq!(p.batch_splits, 0, "nobody to split for on one P");
 }
+
+/// Runs a hub releasing `workers` tasks per round on two P's until the
+/// runtime has decided its batch's mode (`batch_keeps + batch_spreads >
+/// 0`, measured over 10 ms of rounds) or 20 s have passed; each worker
+/// spins `work` (wall time) after each release. Returns the metrics'
+/// totals over both P's: (keeps, spreads, queued).
+fn hub_until_decided(workers: u64, work: std::time::Duration) -> (u64, u64, u64) {
+    use std::time::Instant;
+    let rt = Builder::new().max_procs(2).build().unwrap();
+    let gate = Arc::new(Hub::default());
+    let stop = Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX));
+    let deadline = Instant::now() + std::time::Duration::from_secs(20);
+    let handle = rt.handle().clone();
+    rt.block_on(async {
+        let mut tasks = Vec::new();
+        for _ in 0..workers {
+            let (gate, stop) = (gate.clone(), stop.clone());
+            tasks.push(numa_rt_executor::spawn(async move {
+                let mut r = 1;
+                while r <= stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    gate.wait_round(r).await;
+                    let t0 = Instant::now();
+                    while t0.elapsed() < work {
+                        std::hint::spin_loop();
+                    }
+                    gate.check_in(r, workers);
+                    r += 1;
+                }
+            }));
+        }
+        let hub = {
+            let (gate, stop) = (gate.clone(), stop.clone());
+            numa_rt_executor::spawn(async move {
+                let mut r = 1;
+                loop {
+                    let (k, s, _) = totals_of(&handle);
+                    if k + s > 0 || Instant::now() > deadline {
+                        // The workers stop after the round opened now.
+                        stop.store(r, std::sync::atomic::Ordering::SeqCst);
+                    }
+                    gate.release(r);
+                    gate.wait_checked_in(r, workers).await;
+                    if r == stop.load(std::sync::atomic::Ordering::SeqCst) {
+                        break;
+                    }
+                    r += 1;
+                }
+            })
+        };
+        hub.await.unwrap();
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+    totals_of(rt.handle())
+}
+
+fn totals_of(handle: &Handle) -> (u64, u64, u64) {
+    let m = handle.metrics();
+    (0..2).map(|i| m.proc(i)).fold((0, 0, 0), |(k, s, q), p| {
+        (k + p.batch_keeps, s + p.batch_spreads, q + p.batch_queued)
+    })
+}
+
+/// A hub whose members do next to nothing per release is held kept, on two
+/// P's with one of them idle: its members run one after another on the
+/// hub's P (measured: well under `hub_mode::KEEP_WORK_NS` of busy time per
+/// wake), where the rule before kept them only while no P was idle.
+#[test]
+fn a_hub_with_cheap_members_is_held_kept_beside_an_idle_p() {
+    let (keeps, spreads, queued) = hub_until_decided(8, std::time::Duration::ZERO);
+    assert!(
+        keeps > 0,
+        "never decided to keep: keeps={keeps} spreads={spreads}"
+    );
+    assert!(queued > 0, "no member was kept in the batch queue");
+}
+
+/// A hub whose members each work 1 ms per release (over the 200 µs per
+/// wake a kept batch may carry) is spread: kept, its members would take
+/// turns on one P while the other idles.
+#[test]
+fn a_hub_whose_members_work_is_spread() {
+    let (keeps, spreads, _) = hub_until_decided(4, std::time::Duration::from_millis(1));
+    assert!(spreads > 0, "never decided to spread");
+    assert_eq!(keeps, 0, "1 ms of work per wake was kept");
+}

@@ -127,7 +127,7 @@ fn schedtrace_prints_go_lines_with_nodes_and_procs() {
 }
 
 /// The schedtrace shows a hub: its polls per P (`batchhubs=`) and its batch
-/// marked `(hub)` in the `batches:` line (docs/architecture.md, "Batches").
+/// marked `(hub,<mode>)` in the `batches:` line (docs/architecture.md, "Batches").
 #[test]
 fn schedtrace_marks_a_hubs_batch() {
     const NAME: &str = "schedtrace_marks_a_hubs_batch";
@@ -179,7 +179,7 @@ fn schedtrace_marks_a_hubs_batch() {
     );
     assert!(
         err.lines()
-            .any(|l| l.starts_with("  batches: ") && l.contains("(hub)")),
+            .any(|l| l.starts_with("  batches: ") && l.contains("(hub")),
         "no batch marked as a hub's:\n{err}"
     );
 }

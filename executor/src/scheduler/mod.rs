@@ -30,6 +30,7 @@
 pub(crate) mod batch;
 pub(crate) mod blocking_pool;
 pub(crate) mod context;
+pub(crate) mod hub_mode;
 pub(crate) mod idle;
 pub(crate) mod inject;
 pub(crate) mod lifecycle;
@@ -72,6 +73,9 @@ pub(crate) struct Shared {
     pub(crate) idle: Idle,
     /// The batches with a hub (see `batch::Hubs`).
     pub(crate) hubs: batch::Hubs,
+    /// Whether each hub's batch is kept on its P or spread, as measured
+    /// (see `hub_mode`).
+    pub(crate) hub_modes: hub_mode::HubModes,
     pub(crate) config: Config,
     pub(crate) topology: Topology,
     pub(crate) reactor: Reactor,
@@ -269,6 +273,7 @@ impl Shared {
             nodes,
             idle: Idle::new(node_of_p, nnodes),
             hubs: batch::Hubs::new(),
+            hub_modes: hub_mode::HubModes::default(),
             config,
             topology,
             reactor,
@@ -547,6 +552,57 @@ impl Shared {
         self.procs[core.index].metrics.batch_hub_polls.incr();
         if bits != 0 {
             self.hubs.mark(bits, core.clock_ms);
+            self.hub_modes
+                .claim(bits, core.running_meta, &self.hub_at(core));
+        }
+    }
+
+    /// Where a hub's poll on `core` ends, for `hub_mode`: its busy time so
+    /// far is its open busy stretch's too (one clock read, only when a
+    /// measurement begins or ends).
+    fn hub_at<'a>(&'a self, core: &'a Core) -> hub_mode::At<impl Fn(usize) -> u64 + 'a> {
+        hub_mode::At {
+            now_ms: core.clock_ms,
+            p: core.index,
+            busy_of: move |p: usize| {
+                let flushed = self.procs[p].metrics.busy_ns.get();
+                if p == core.index {
+                    flushed + core.busy_since.map_or(0, |t| t.elapsed().as_nanos() as u64)
+                } else {
+                    flushed
+                }
+            },
+        }
+    }
+
+    /// Whether the batch in `core`'s batch queue is held kept (measured
+    /// faster on one P, `hub_mode`): then neither an idle P nor a thief's
+    /// request splits it. Clears a thief's request it refuses.
+    pub(crate) fn bq_kept(&self, core: &Core) -> bool {
+        let Some(t) = core.bq.front() else {
+            return false;
+        };
+        let kept = self.hub_modes.keeps(t.metadata().batch_bits());
+        if kept {
+            self.procs[core.index].split.store(false, Relaxed);
+        }
+        kept
+    }
+
+    /// The poll just ended on `core` (of a task in batch `bits`) woke
+    /// `core.poll_wakes` tasks: a hub's progress if it is a followed hub,
+    /// which may end its batch's phase (`hub_mode`). Out of line: called
+    /// after every poll that woke anyone.
+    #[inline(never)]
+    pub(crate) fn note_poll_wakes(&self, core: &Core, bits: u32) {
+        let decided =
+            self.hub_modes
+                .note_wakes(bits, core.running_meta, core.poll_wakes, &self.hub_at(core));
+        let m = &self.procs[core.index].metrics;
+        match decided {
+            hub_mode::Decision::None => {}
+            hub_mode::Decision::Keep => m.batch_keeps.incr(),
+            hub_mode::Decision::Spread => m.batch_spreads.incr(),
         }
     }
 
@@ -576,8 +632,9 @@ impl Shared {
             && old.metadata().batch_bits() == bits
             && batch::live_batch(old.metadata(), core.clock_ms).is_some()
         {
-            let hub = batch::in_hub_poll(core) || self.hubs.is_hub(bits, core.clock_ms);
-            if !hub || self.idle.node_npidle_hint(core.node) != 0 {
+            let keep = self.hub_modes.keeps(bits)
+                && (batch::in_hub_poll(core) || self.hubs.is_hub(bits, core.clock_ms));
+            if !keep {
                 self.procs[core.index].share_out();
             } else if core.bq.len() < processor::BATCH_QUEUE_CAP {
                 let p = &self.procs[core.index];

@@ -152,8 +152,13 @@ pub(crate) struct Core {
 }
 
 /// Most tasks a batch queue holds; beyond it, displaced members go to the
-/// ring as before (a fan-in of thousands stays stealable).
-pub(crate) const BATCH_QUEUE_CAP: usize = 32;
+/// ring as before, stealable. A kept hub batch is one measured faster on
+/// one P, so the queue holds a large fan-in's producers (the 64-producer
+/// fan-in needs 63; at 32, the rest went to thieves and fought the kept
+/// half for the channel). Owner-only and run before the ring
+/// (`MAX_BATCH_RUN` in a row), so a deep queue delays the ring's tasks by
+/// at most that many polls per turn.
+pub(crate) const BATCH_QUEUE_CAP: usize = 1024;
 
 impl Core {
     /// Whether this P has queued work of its own: ring, `runnext` or batch queue.

@@ -183,6 +183,8 @@ impl Worker {
         let hist = p.metrics.poll_histogram.as_deref();
         let meta = task.metadata();
         meta.note_polled(core.clock_ms);
+        // The batch before the poll: the task may be gone after it.
+        let bits = meta.batch_bits();
         if meta.note_ran_on(core.index) {
             p.metrics.migrated_polls.incr();
         }
@@ -216,6 +218,11 @@ impl Worker {
         }
         if forced {
             p.metrics.forced_yields.incr();
+        }
+        // A hub's progress, for its batch's mode (`hub_mode`): one branch
+        // for polls that woke nobody or are in no batch.
+        if core.poll_wakes != 0 && bits != 0 {
+            self.shared.note_poll_wakes(&core, bits);
         }
         Some(core)
     }
@@ -280,6 +287,7 @@ impl Worker {
                 // woken for a `runnext` push (see `Shared::schedule`).
                 if !core.bq.is_empty()
                     && shared.idle.node_npidle_hint(core.node) != 0
+                    && !shared.bq_kept(&core)
                     && core.bq_split(&shared.procs[core.index], &shared.nodes[core.node].inject)
                 {
                     shared.wake_idle_p(core.node);
@@ -295,7 +303,7 @@ impl Worker {
             }
             if !core.bq.is_empty() {
                 let p = &shared.procs[core.index];
-                if p.split.load(Relaxed) {
+                if p.split.load(Relaxed) && !shared.bq_kept(&core) {
                     if core.bq_split(p, &shared.nodes[core.node].inject) {
                         shared.wake_idle_p(core.node);
                     }

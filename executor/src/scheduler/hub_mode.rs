@@ -1,0 +1,397 @@
+//! Keep or spread a hub's batch: measured, not guessed (issue 25; the
+//! whole story is docs/architecture.md, "Batches").
+//!
+//! A hub is a task whose poll woke [`super::batch::HUB_WAKES`] different
+//! tasks: a fan-in's consumer releasing its blocked producers. Its batch
+//! can run two ways, and neither is right for every program:
+//!
+//! - **keep**: the members a wake displaces from `runnext` wait in the
+//!   waker's batch queue, which no thief takes from, so the producers run
+//!   one after another on the hub's P. With cheap producers this is
+//!   contention-aware scheduling (seed 000, section 6.2.2: tasks that
+//!   contend on one channel run serially on one processor): on 16 cores
+//!   the 64-producer fan-in over async-channel took 208 ns per value kept
+//!   and 2,690 spread (tokio 2,310), every spread producer's poll fighting
+//!   15 others for the channel's cache lines.
+//! - **spread**: they go to the ring, shared out, for any thief, as in Go
+//!   and tokio. With producers that compute per value this is what runs
+//!   them in parallel: kept, the same fan-in with ~6 µs of work per value
+//!   took 5,420 ns per value at 16 cores against 3,360 spread.
+//!
+//! What decides is how much work a thief could take per hand-off: the
+//! hub's P's busy time per hub wake while the batch is kept (each wake
+//! releases a blocked member, which then runs until it blocks again). Kept,
+//! that time is the members' own work, not inflated by contention (spread,
+//! a contended poll is slow too, so spread times cannot tell cheap work
+//! from expensive). Below [`KEEP_WORK_NS`] per wake the batch is held kept:
+//! spread, the members would hand values over one at a time across cores,
+//! and that costs more than the serial work they carry. So each hub batch is measured kept for [`MEASURE_MS`]; the
+//! decision is held for [`HOLD_MIN_MS`], doubling while it repeats (up to
+//! [`HOLD_MAX_MS`]), then measured again: a fan-in of producers that
+//! compute runs serialized for at most 4 ms in every 100 ms to 1.6 s.
+//!
+//! The table is small and approximate by design: [`SLOTS`] slots by batch
+//! id, a slot taken over by the newest hub whose id maps to it. All its
+//! fields are Relaxed hints: the phase bookkeeping is written at the end of
+//! the hub task's own polls, which the task's state machine already orders
+//! one after another; a stale read places one displaced task the other way.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
+
+/// Slots in the table; a hub batch maps to `id % SLOTS`.
+pub(crate) const SLOTS: usize = 64;
+/// Length of the kept measuring phase, in batch-clock ms.
+pub(crate) const MEASURE_MS: u32 = 4;
+/// The first hold after a decision, in ms; doubled while the same mode wins.
+pub(crate) const HOLD_MIN_MS: u32 = 100;
+/// The longest hold: one 4 ms measurement per 1.6 s once a program has
+/// settled (0.25% of its time kept when it should be spread).
+pub(crate) const HOLD_MAX_MS: u32 = 1_600;
+/// The most busy time per hub wake (ns) at which a kept batch stays kept.
+/// Measured kept (2 CPUs, benches/channels.rs): the 64-producer fan-in
+/// without work 3-6 µs per wake (a drain of the 128-value channel wakes
+/// one producer, which refills it: async-channel notifies one listener
+/// at a time), ~100 ns of work per value 9-13 µs, ~1.5 µs per value
+/// 65-120 µs, ~5 µs per value 365-670 µs. On the 16-core machine a
+/// fan-in spread over the cores costs 2.3-2.7 µs per value however little
+/// its producers do (tokio and numa_rt alike: the channel's cache lines
+/// move for every value), so kept wins there up to ~2.5 µs of producer
+/// work per value (~320 µs per wake for this channel); the ~5 µs case ran
+/// 1.6x slower kept. 200 µs leaves that margin.
+pub(crate) const KEEP_WORK_NS: u64 = 200_000;
+
+/// A slot's phases (`ModeSlot::phase`); odd phases keep.
+const MEASURE_KEEP: u32 = 1;
+const HOLD_SPREAD: u32 = 2;
+const HOLD_KEEP: u32 = 3;
+/// `ModeSlot::last_hold` before the first decision.
+const NO_HOLD: u32 = u32::MAX;
+
+/// A hub batch's mode, for diagnostics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Measuring, kept.
+    Measuring,
+    /// Holding the kept mode: the batch runs on the hub's P.
+    Keep,
+    /// Holding the spread mode: thieves take its members.
+    Spread,
+}
+
+/// What a hub's poll end decided, for the metrics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Decision {
+    None,
+    Keep,
+    Spread,
+}
+
+#[repr(align(64))]
+#[derive(Default)]
+struct ModeSlot {
+    /// The batch this slot follows (`TaskMeta::batch_bits`; 0: none).
+    bits: AtomicU32,
+    /// The hub task (its `TaskMeta`'s address).
+    hub: AtomicUsize,
+    /// One of the phases above.
+    phase: AtomicU32,
+    /// The batch clock (ms) when the phase began.
+    since: AtomicU32,
+    /// The hub's wakes in this phase.
+    wakes: AtomicU32,
+    /// The P the hub runs on, and its busy time (ns) when the hub came.
+    p: AtomicU32,
+    busy0: AtomicU64,
+    /// Busy time (ns) of the P's the hub left during this measurement.
+    busy_before: AtomicU64,
+    /// Measurements in a row that could not be used (see `advance`).
+    restarts: AtomicU32,
+    /// The next hold's length (ms).
+    hold: AtomicU32,
+    /// The phase held before this measurement (`NO_HOLD`: none yet), so a
+    /// decision that repeats holds twice as long.
+    last_hold: AtomicU32,
+}
+
+/// Where a hub's poll ended: the batch clock, its P, and a reader of any
+/// P's busy time so far (ns).
+pub(crate) struct At<F: Fn(usize) -> u64> {
+    pub(crate) now_ms: u32,
+    pub(crate) p: usize,
+    pub(crate) busy_of: F,
+}
+
+/// Per-runtime table of hub batches and their modes (4 KiB).
+pub(crate) struct HubModes(Box<[ModeSlot]>);
+
+impl Default for HubModes {
+    fn default() -> Self {
+        HubModes((0..SLOTS).map(|_| ModeSlot::default()).collect())
+    }
+}
+
+impl HubModes {
+    #[inline]
+    fn slot(&self, bits: u32) -> &ModeSlot {
+        &self.0[((bits >> crate::task::BATCH_SHIFT) as usize) % SLOTS]
+    }
+
+    /// A hub poll of task `hub` in batch `bits`: the slot follows this
+    /// batch from now (a new batch starts with a kept measurement).
+    pub(crate) fn claim<F: Fn(usize) -> u64>(&self, bits: u32, hub: usize, at: &At<F>) {
+        let s = self.slot(bits);
+        if s.bits.load(Relaxed) != bits {
+            s.hold.store(HOLD_MIN_MS, Relaxed);
+            s.last_hold.store(NO_HOLD, Relaxed);
+            s.restarts.store(0, Relaxed);
+            s.hub.store(hub, Relaxed);
+            s.bits.store(bits, Relaxed);
+            start(s, MEASURE_KEEP, at);
+        } else if s.hub.load(Relaxed) != hub {
+            s.hub.store(hub, Relaxed);
+        }
+    }
+
+    /// Whether members of batch `bits` displaced by a wake stay on the
+    /// waker's P (kept: measuring, or held kept).
+    #[inline]
+    pub(crate) fn keeps(&self, bits: u32) -> bool {
+        let s = self.slot(bits);
+        s.bits.load(Relaxed) == bits && s.phase.load(Relaxed) & 1 == 1
+    }
+
+    /// The mode of batch `bits`, if it is followed (diagnostics).
+    pub(crate) fn mode(&self, bits: u32) -> Option<Mode> {
+        let s = self.slot(bits);
+        if s.bits.load(Relaxed) != bits {
+            return None;
+        }
+        Some(match s.phase.load(Relaxed) {
+            HOLD_KEEP => Mode::Keep,
+            HOLD_SPREAD => Mode::Spread,
+            _ => Mode::Measuring,
+        })
+    }
+
+    /// A poll of the task at `task` (in batch `bits`) woke `wakes` tasks
+    /// and ended `at`. Counts them if it is the followed hub, and moves the
+    /// slot's phase on when its time is up.
+    #[inline]
+    pub(crate) fn note_wakes<F: Fn(usize) -> u64>(
+        &self,
+        bits: u32,
+        task: usize,
+        wakes: u32,
+        at: &At<F>,
+    ) -> Decision {
+        let s = self.slot(bits);
+        if s.hub.load(Relaxed) != task || s.bits.load(Relaxed) != bits {
+            return Decision::None;
+        }
+        let total = s.wakes.load(Relaxed).saturating_add(wakes);
+        s.wakes.store(total, Relaxed);
+        let phase = s.phase.load(Relaxed);
+        let len = if phase == MEASURE_KEEP {
+            if s.p.load(Relaxed) as usize != at.p {
+                moved(s, at);
+            }
+            MEASURE_MS
+        } else {
+            s.hold.load(Relaxed)
+        };
+        let elapsed = at.now_ms.wrapping_sub(s.since.load(Relaxed));
+        if elapsed < len || elapsed > u32::MAX / 2 {
+            return Decision::None; // running, or a lagging clock of another P
+        }
+        advance(s, phase, total, elapsed, at)
+    }
+}
+
+/// The hub is measured on another P than before: the busy time the old P
+/// had since the hub came counts, and the new P's counts from now.
+#[cold]
+fn moved<F: Fn(usize) -> u64>(s: &ModeSlot, at: &At<F>) {
+    let old = s.p.load(Relaxed) as usize;
+    let spent = (at.busy_of)(old).saturating_sub(s.busy0.load(Relaxed));
+    s.busy_before.fetch_add(spent, Relaxed);
+    s.p.store(at.p as u32, Relaxed);
+    s.busy0.store((at.busy_of)(at.p), Relaxed);
+}
+
+fn start<F: Fn(usize) -> u64>(s: &ModeSlot, phase: u32, at: &At<F>) {
+    s.since.store(at.now_ms, Relaxed);
+    s.wakes.store(0, Relaxed);
+    s.p.store(at.p as u32, Relaxed);
+    s.busy0.store((at.busy_of)(at.p), Relaxed);
+    s.busy_before.store(0, Relaxed);
+    s.phase.store(phase, Relaxed);
+}
+
+/// Measurements in a row that may end unused before the batch is spread
+/// anyway (the mode that never serializes work): a hub that stops and
+/// starts again and again is not worth keeping.
+const MAX_RESTARTS: u32 = 3;
+
+/// Ends phase `phase` of slot `s`: a measurement decides, a hold ends in
+/// a new measurement.
+#[cold]
+fn advance<F: Fn(usize) -> u64>(
+    s: &ModeSlot,
+    phase: u32,
+    wakes: u32,
+    elapsed: u32,
+    at: &At<F>,
+) -> Decision {
+    if phase != MEASURE_KEEP {
+        if phase == HOLD_KEEP || phase == HOLD_SPREAD {
+            s.last_hold.store(phase, Relaxed);
+        }
+        start(s, MEASURE_KEEP, at);
+        return Decision::None;
+    }
+    // A measurement that ran far past its end measured a hub that stopped
+    // (or a program that changed): not trusted, measured again, unless
+    // that keeps happening.
+    let busy =
+        s.busy_before.load(Relaxed) + (at.busy_of)(at.p).saturating_sub(s.busy0.load(Relaxed));
+    let keep = if elapsed > 2 * MEASURE_MS + 100 || wakes == 0 {
+        if s.restarts.fetch_add(1, Relaxed) + 1 < MAX_RESTARTS {
+            start(s, MEASURE_KEEP, at);
+            return Decision::None;
+        }
+        false
+    } else {
+        busy <= KEEP_WORK_NS.saturating_mul(u64::from(wakes))
+    };
+    s.restarts.store(0, Relaxed);
+    let held = if keep { HOLD_KEEP } else { HOLD_SPREAD };
+    let hold = if s.last_hold.load(Relaxed) == held {
+        s.hold.load(Relaxed).saturating_mul(2).min(HOLD_MAX_MS)
+    } else {
+        HOLD_MIN_MS
+    };
+    s.hold.store(hold, Relaxed);
+    start(s, held, at);
+    if keep {
+        Decision::Keep
+    } else {
+        Decision::Spread
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::task::BATCH_SHIFT;
+
+    fn at(now_ms: u32, busy_ns: u64) -> At<impl Fn(usize) -> u64> {
+        At {
+            now_ms,
+            p: 0,
+            busy_of: move |_| busy_ns,
+        }
+    }
+
+    const HUB: usize = 0x1000;
+
+    #[test]
+    fn cheap_work_per_wake_keeps_and_holds_longer_each_time() {
+        let m = HubModes::default();
+        let bits = 7 << BATCH_SHIFT;
+        assert!(!m.keeps(bits), "not followed yet");
+        m.claim(bits, HUB, &at(1_000, 0));
+        assert!(m.keeps(bits), "a new hub is measured kept");
+        assert_eq!(m.mode(bits), Some(Mode::Measuring));
+        // 4 ms busy, 200 wakes: 20 µs per wake.
+        let d = m.note_wakes(bits, HUB, 200, &at(1_004, 4_000_000));
+        assert_eq!(d, Decision::Keep);
+        assert_eq!(m.mode(bits), Some(Mode::Keep));
+        assert!(m.keeps(bits));
+        // The hold runs 100 ms, then a new measurement, kept again: 200 ms.
+        assert_eq!(m.note_wakes(bits, HUB, 1, &at(1_103, 0)), Decision::None);
+        assert_eq!(
+            m.note_wakes(bits, HUB, 1, &at(1_104, 20_000_000)),
+            Decision::None
+        );
+        assert_eq!(m.mode(bits), Some(Mode::Measuring));
+        let d = m.note_wakes(bits, HUB, 200, &at(1_108, 24_000_000));
+        assert_eq!(d, Decision::Keep);
+        assert_eq!(m.note_wakes(bits, HUB, 1, &at(1_307, 0)), Decision::None);
+        assert_eq!(
+            m.mode(bits),
+            Some(Mode::Keep),
+            "held 200 ms the second time"
+        );
+    }
+
+    #[test]
+    fn expensive_work_per_wake_spreads() {
+        let m = HubModes::default();
+        let bits = 9 << BATCH_SHIFT;
+        m.claim(bits, HUB, &at(0, 1_000));
+        // 4 ms busy for 10 wakes: 400 µs of work per wake.
+        let d = m.note_wakes(bits, HUB, 10, &at(4, 4_001_000));
+        assert_eq!(d, Decision::Spread);
+        assert!(!m.keeps(bits));
+        assert_eq!(m.mode(bits), Some(Mode::Spread));
+    }
+
+    #[test]
+    fn a_hub_that_moves_counts_the_busy_time_of_both_ps() {
+        let m = HubModes::default();
+        let bits = 3 << BATCH_SHIFT;
+        let busy = [std::cell::Cell::new(0u64), std::cell::Cell::new(0u64)];
+        let on = |p: usize, now_ms: u32| At {
+            now_ms,
+            p,
+            busy_of: |q: usize| busy[q].get(),
+        };
+        m.claim(bits, HUB, &on(0, 0));
+        busy[0].set(4_000_000);
+        busy[1].set(50_000_000);
+        // The hub now polls on P 1: P 0's 4 ms count, P 1's from here.
+        assert_eq!(m.note_wakes(bits, HUB, 10, &on(1, 2)), Decision::None);
+        busy[1].set(50_000_000 + 4_000_000);
+        // 8 ms for 30 wakes: 267 µs per wake, spread.
+        assert_eq!(m.note_wakes(bits, HUB, 20, &on(1, 4)), Decision::Spread);
+    }
+
+    #[test]
+    fn only_the_followed_hub_counts() {
+        let m = HubModes::default();
+        let bits = 3 << BATCH_SHIFT;
+        let never = || At {
+            now_ms: 50,
+            p: 0,
+            busy_of: |_: usize| -> u64 { unreachable!() },
+        };
+        m.claim(bits, HUB, &at(0, 0));
+        assert_eq!(
+            m.note_wakes(bits, HUB + 64, 1_000, &never()),
+            Decision::None
+        );
+        let other = bits + ((SLOTS as u32) << BATCH_SHIFT);
+        assert_eq!(m.note_wakes(other, HUB, 1, &never()), Decision::None);
+        // Another batch mapping to the same slot takes it over.
+        m.claim(other, HUB + 64, &at(20, 0));
+        assert_eq!(m.mode(bits), None);
+        assert!(m.keeps(other));
+    }
+
+    #[test]
+    fn a_hub_that_keeps_stopping_is_spread() {
+        let m = HubModes::default();
+        let bits = 5 << BATCH_SHIFT;
+        m.claim(bits, HUB, &at(0, 0));
+        let mut now = 0;
+        for _ in 1..MAX_RESTARTS {
+            now += 1_000; // each measurement ends a second late: unused
+            assert_eq!(m.note_wakes(bits, HUB, 1, &at(now, 0)), Decision::None);
+            assert_eq!(m.mode(bits), Some(Mode::Measuring));
+        }
+        assert_eq!(
+            m.note_wakes(bits, HUB, 1, &at(now + 1_000, 0)),
+            Decision::Spread
+        );
+    }
+}
