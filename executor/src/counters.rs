@@ -82,6 +82,12 @@ pub(crate) struct ProcCounters {
     /// them (not searching for work, not parked), flushed at each batch
     /// boundary.
     pub(crate) busy_ns: Counter,
+    /// When the open busy stretch began (ns since `task::epoch`, plus one;
+    /// 0: none open), so another thread can add it to `busy_ns`
+    /// (`busy_now`). Written once per stretch by the P's M; Relaxed: a
+    /// reading that straddles a flush counts a stretch twice or not at all
+    /// for an instant, which a hint may.
+    pub(crate) busy_open: std::sync::atomic::AtomicU64,
     /// The mean poll time, an exponentially weighted moving average in
     /// nanoseconds (see `record_batch`).
     pub(crate) poll_time_ewma_ns: Counter,
@@ -120,6 +126,31 @@ impl ProcCounters {
     /// mean poll time enters the average with the weight of `polls` single
     /// polls (`1 - (1-α)^polls`), so a long batch moves it more than a
     /// short one.
+    /// Notes that a busy stretch began at `t` (see `busy_open`).
+    #[inline]
+    pub(crate) fn open_busy(&self, t: std::time::Instant) {
+        let ns = t.saturating_duration_since(crate::task::epoch()).as_nanos() as u64;
+        self.busy_open
+            .store(ns + 1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Notes that the busy stretch ended (its time is in `busy_ns`).
+    #[inline]
+    pub(crate) fn close_busy(&self) {
+        self.busy_open
+            .store(0, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Busy time so far (ns) as of `now_ns` (since `task::epoch`): the
+    /// flushed stretches and the open one.
+    pub(crate) fn busy_now(&self, now_ns: u64) -> u64 {
+        let open = match self.busy_open.load(std::sync::atomic::Ordering::Relaxed) {
+            0 => 0,
+            since => now_ns.saturating_sub(since - 1),
+        };
+        self.busy_ns.get() + open
+    }
+
     pub(crate) fn record_batch(&self, busy_ns: u64, polls: u32) {
         self.busy_ns.add(busy_ns);
         if polls == 0 {

@@ -19,16 +19,20 @@
 //!   took 5,420 ns per value at 16 cores against 3,360 spread.
 //!
 //! What decides is how much work a thief could take per hand-off: the
-//! hub's P's busy time per hub wake while the batch is kept (each wake
-//! releases a blocked member, which then runs until it blocks again). Kept,
-//! that time is the members' own work, not inflated by contention (spread,
-//! a contended poll is slow too, so spread times cannot tell cheap work
-//! from expensive). Below [`KEEP_WORK_NS`] per wake the batch is held kept:
-//! spread, the members would hand values over one at a time across cores,
-//! and that costs more than the serial work they carry. So each hub batch is measured kept for [`MEASURE_MS`]; the
-//! decision is held for [`HOLD_MIN_MS`], doubling while it repeats (up to
-//! [`HOLD_MAX_MS`]), then measured again: a fan-in of producers that
-//! compute runs serialized for at most 4 ms in every 100 ms to 1.6 s.
+//! runtime's busy time (every P's: a member `runnext` held can still be
+//! taken by a thief and run elsewhere) per hub wake while the batch is
+//! kept (each wake releases a blocked member, which then runs until it
+//! blocks again). Kept, that time is the members' own work, not inflated
+//! by contention (spread, a contended poll is slow too, so spread times
+//! cannot tell cheap work from expensive). Below [`KEEP_WORK_NS`] per wake
+//! the batch is held kept: spread, the members would hand values over one
+//! at a time across cores, and that costs more than the serial work they
+//! carry. Other work running meanwhile counts too, which errs towards
+//! spreading, the mode that never serializes anything. Each hub batch is
+//! measured kept for [`MEASURE_MS`]; the decision is held for
+//! [`HOLD_MIN_MS`], doubling while it repeats (up to [`HOLD_MAX_MS`]),
+//! then measured again: a fan-in of producers that compute runs
+//! serialized for at most 4 ms in every 100 ms to 1.6 s.
 //!
 //! The table is small and approximate by design: [`SLOTS`] slots by batch
 //! id, a slot taken over by the newest hub whose id maps to it. All its
@@ -99,11 +103,8 @@ struct ModeSlot {
     since: AtomicU32,
     /// The hub's wakes in this phase.
     wakes: AtomicU32,
-    /// The P the hub runs on, and its busy time (ns) when the hub came.
-    p: AtomicU32,
+    /// The runtime's busy time (ns, all P's) when the phase began.
     busy0: AtomicU64,
-    /// Busy time (ns) of the P's the hub left during this measurement.
-    busy_before: AtomicU64,
     /// Measurements in a row that could not be used (see `advance`).
     restarts: AtomicU32,
     /// The next hold's length (ms).
@@ -113,12 +114,11 @@ struct ModeSlot {
     last_hold: AtomicU32,
 }
 
-/// Where a hub's poll ended: the batch clock, its P, and a reader of any
-/// P's busy time so far (ns).
-pub(crate) struct At<F: Fn(usize) -> u64> {
+/// Where a hub's poll ended: the batch clock, and a reader of the busy
+/// time (ns) of every P so far.
+pub(crate) struct At<F: Fn() -> u64> {
     pub(crate) now_ms: u32,
-    pub(crate) p: usize,
-    pub(crate) busy_of: F,
+    pub(crate) busy: F,
 }
 
 /// Per-runtime table of hub batches and their modes (4 KiB).
@@ -138,7 +138,7 @@ impl HubModes {
 
     /// A hub poll of task `hub` in batch `bits`: the slot follows this
     /// batch from now (a new batch starts with a kept measurement).
-    pub(crate) fn claim<F: Fn(usize) -> u64>(&self, bits: u32, hub: usize, at: &At<F>) {
+    pub(crate) fn claim<F: Fn() -> u64>(&self, bits: u32, hub: usize, at: &At<F>) {
         let s = self.slot(bits);
         if s.bits.load(Relaxed) != bits {
             s.hold.store(HOLD_MIN_MS, Relaxed);
@@ -177,7 +177,7 @@ impl HubModes {
     /// and ended `at`. Counts them if it is the followed hub, and moves the
     /// slot's phase on when its time is up.
     #[inline]
-    pub(crate) fn note_wakes<F: Fn(usize) -> u64>(
+    pub(crate) fn note_wakes<F: Fn() -> u64>(
         &self,
         bits: u32,
         task: usize,
@@ -192,9 +192,6 @@ impl HubModes {
         s.wakes.store(total, Relaxed);
         let phase = s.phase.load(Relaxed);
         let len = if phase == MEASURE_KEEP {
-            if s.p.load(Relaxed) as usize != at.p {
-                moved(s, at);
-            }
             MEASURE_MS
         } else {
             s.hold.load(Relaxed)
@@ -207,23 +204,10 @@ impl HubModes {
     }
 }
 
-/// The hub is measured on another P than before: the busy time the old P
-/// had since the hub came counts, and the new P's counts from now.
-#[cold]
-fn moved<F: Fn(usize) -> u64>(s: &ModeSlot, at: &At<F>) {
-    let old = s.p.load(Relaxed) as usize;
-    let spent = (at.busy_of)(old).saturating_sub(s.busy0.load(Relaxed));
-    s.busy_before.fetch_add(spent, Relaxed);
-    s.p.store(at.p as u32, Relaxed);
-    s.busy0.store((at.busy_of)(at.p), Relaxed);
-}
-
-fn start<F: Fn(usize) -> u64>(s: &ModeSlot, phase: u32, at: &At<F>) {
+fn start<F: Fn() -> u64>(s: &ModeSlot, phase: u32, at: &At<F>) {
     s.since.store(at.now_ms, Relaxed);
     s.wakes.store(0, Relaxed);
-    s.p.store(at.p as u32, Relaxed);
-    s.busy0.store((at.busy_of)(at.p), Relaxed);
-    s.busy_before.store(0, Relaxed);
+    s.busy0.store((at.busy)(), Relaxed);
     s.phase.store(phase, Relaxed);
 }
 
@@ -235,7 +219,7 @@ const MAX_RESTARTS: u32 = 3;
 /// Ends phase `phase` of slot `s`: a measurement decides, a hold ends in
 /// a new measurement.
 #[cold]
-fn advance<F: Fn(usize) -> u64>(
+fn advance<F: Fn() -> u64>(
     s: &ModeSlot,
     phase: u32,
     wakes: u32,
@@ -252,8 +236,7 @@ fn advance<F: Fn(usize) -> u64>(
     // A measurement that ran far past its end measured a hub that stopped
     // (or a program that changed): not trusted, measured again, unless
     // that keeps happening.
-    let busy =
-        s.busy_before.load(Relaxed) + (at.busy_of)(at.p).saturating_sub(s.busy0.load(Relaxed));
+    let busy = (at.busy)().saturating_sub(s.busy0.load(Relaxed));
     let keep = if elapsed > 2 * MEASURE_MS + 100 || wakes == 0 {
         if s.restarts.fetch_add(1, Relaxed) + 1 < MAX_RESTARTS {
             start(s, MEASURE_KEEP, at);
@@ -284,11 +267,10 @@ mod tests {
     use super::*;
     use crate::task::BATCH_SHIFT;
 
-    fn at(now_ms: u32, busy_ns: u64) -> At<impl Fn(usize) -> u64> {
+    fn at(now_ms: u32, busy_ns: u64) -> At<impl Fn() -> u64> {
         At {
             now_ms,
-            p: 0,
-            busy_of: move |_| busy_ns,
+            busy: move || busy_ns,
         }
     }
 
@@ -337,33 +319,12 @@ mod tests {
     }
 
     #[test]
-    fn a_hub_that_moves_counts_the_busy_time_of_both_ps() {
-        let m = HubModes::default();
-        let bits = 3 << BATCH_SHIFT;
-        let busy = [std::cell::Cell::new(0u64), std::cell::Cell::new(0u64)];
-        let on = |p: usize, now_ms: u32| At {
-            now_ms,
-            p,
-            busy_of: |q: usize| busy[q].get(),
-        };
-        m.claim(bits, HUB, &on(0, 0));
-        busy[0].set(4_000_000);
-        busy[1].set(50_000_000);
-        // The hub now polls on P 1: P 0's 4 ms count, P 1's from here.
-        assert_eq!(m.note_wakes(bits, HUB, 10, &on(1, 2)), Decision::None);
-        busy[1].set(50_000_000 + 4_000_000);
-        // 8 ms for 30 wakes: 267 µs per wake, spread.
-        assert_eq!(m.note_wakes(bits, HUB, 20, &on(1, 4)), Decision::Spread);
-    }
-
-    #[test]
     fn only_the_followed_hub_counts() {
         let m = HubModes::default();
         let bits = 3 << BATCH_SHIFT;
         let never = || At {
             now_ms: 50,
-            p: 0,
-            busy_of: |_: usize| -> u64 { unreachable!() },
+            busy: || -> u64 { unreachable!() },
         };
         m.claim(bits, HUB, &at(0, 0));
         assert_eq!(

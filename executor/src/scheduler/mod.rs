@@ -557,20 +557,19 @@ impl Shared {
         }
     }
 
-    /// Where a hub's poll on `core` ends, for `hub_mode`: its busy time so
-    /// far is its open busy stretch's too (one clock read, only when a
-    /// measurement begins or ends).
-    fn hub_at<'a>(&'a self, core: &'a Core) -> hub_mode::At<impl Fn(usize) -> u64 + 'a> {
+    /// Where a hub's poll on `core` ends, for `hub_mode`: the runtime's
+    /// busy time so far, every P's flushed time and open busy stretch (one
+    /// clock read and two loads per P, only when a measurement begins or
+    /// ends).
+    fn hub_at<'a>(&'a self, core: &'a Core) -> hub_mode::At<impl Fn() -> u64 + 'a> {
         hub_mode::At {
             now_ms: core.clock_ms,
-            p: core.index,
-            busy_of: move |p: usize| {
-                let flushed = self.procs[p].metrics.busy_ns.get();
-                if p == core.index {
-                    flushed + core.busy_since.map_or(0, |t| t.elapsed().as_nanos() as u64)
-                } else {
-                    flushed
-                }
+            busy: move || {
+                let now = crate::task::epoch().elapsed().as_nanos() as u64;
+                self.procs
+                    .iter()
+                    .map(|p| p.metrics.busy_now(now))
+                    .sum::<u64>()
             },
         }
     }

@@ -408,12 +408,13 @@ impl Core {
     /// Starts a busy batch now unless one is open (a P handed over by
     /// `block_in_place` stays busy across the hand-over).
     #[inline]
-    pub(crate) fn begin_busy(&mut self) {
+    pub(crate) fn begin_busy(&mut self, counters: &ProcCounters) {
         if self.busy_since.is_none() {
             let now = Instant::now();
             self.busy_since = Some(now);
             self.clock_ms = crate::task::epoch_ms(now);
             self.batch_polls = 0;
+            counters.open_busy(now);
         }
     }
 
@@ -431,6 +432,9 @@ impl Core {
         self.busy_since = cont.then_some(now);
         if cont {
             self.clock_ms = crate::task::epoch_ms(now);
+            counters.open_busy(now);
+        } else {
+            counters.close_busy();
         }
     }
 

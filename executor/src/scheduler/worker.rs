@@ -178,7 +178,7 @@ impl Worker {
         p.metrics.polls.incr();
         // Busy time runs from the first task found to the next search for
         // work (see `counters`); a clock read only when a batch begins.
-        core.begin_busy();
+        core.begin_busy(&p.metrics);
         core.batch_polls = core.batch_polls.wrapping_add(1);
         let hist = p.metrics.poll_histogram.as_deref();
         let meta = task.metadata();
