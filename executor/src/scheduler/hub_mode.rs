@@ -114,19 +114,22 @@ struct ModeSlot {
     last_hold: AtomicU32,
 }
 
-/// Where a hub's poll ended: the batch clock, and a reader of the busy
-/// time (ns) of every P so far.
-pub(crate) struct At<F: Fn() -> u64> {
-    pub(crate) now_ms: u32,
+/// Where a hub's poll ended: readers of the clock (ms since
+/// `task::epoch`) and of the busy time (ns) of every P so far, called
+/// only for the followed hub's polls. The clock is read, not taken from the
+/// P's batch clock: a P that runs long polls advances that clock only
+/// every `event_interval` polls (tens of ms), and P's disagree.
+pub(crate) struct At<N: Fn() -> u32, F: Fn() -> u64> {
+    pub(crate) now_ms: N,
     pub(crate) busy: F,
 }
 
 /// Per-runtime table of hub batches and their modes (4 KiB).
-pub(crate) struct HubModes(Box<[ModeSlot]>);
+pub(crate) struct HubModes(Box<[ModeSlot; SLOTS]>);
 
 impl Default for HubModes {
     fn default() -> Self {
-        HubModes((0..SLOTS).map(|_| ModeSlot::default()).collect())
+        HubModes(Box::new(std::array::from_fn(|_| ModeSlot::default())))
     }
 }
 
@@ -138,7 +141,12 @@ impl HubModes {
 
     /// A hub poll of task `hub` in batch `bits`: the slot follows this
     /// batch from now (a new batch starts with a kept measurement).
-    pub(crate) fn claim<F: Fn() -> u64>(&self, bits: u32, hub: usize, at: &At<F>) {
+    pub(crate) fn claim<N: Fn() -> u32, F: Fn() -> u64>(
+        &self,
+        bits: u32,
+        hub: usize,
+        at: &At<N, F>,
+    ) {
         let s = self.slot(bits);
         if s.bits.load(Relaxed) != bits {
             s.hold.store(HOLD_MIN_MS, Relaxed);
@@ -146,7 +154,7 @@ impl HubModes {
             s.restarts.store(0, Relaxed);
             s.hub.store(hub, Relaxed);
             s.bits.store(bits, Relaxed);
-            start(s, MEASURE_KEEP, at);
+            start(s, MEASURE_KEEP, (at.now_ms)(), at);
         } else if s.hub.load(Relaxed) != hub {
             s.hub.store(hub, Relaxed);
         }
@@ -173,16 +181,24 @@ impl HubModes {
         })
     }
 
+    /// Whether the task at `task` (in batch `bits`) may be a followed hub:
+    /// the cheap look before [`HubModes::note_wakes`] (one load), inline
+    /// after every poll that woke anyone.
+    #[inline]
+    pub(crate) fn may_follow(&self, bits: u32, task: usize) -> bool {
+        self.slot(bits).hub.load(Relaxed) == task
+    }
+
     /// A poll of the task at `task` (in batch `bits`) woke `wakes` tasks
     /// and ended `at`. Counts them if it is the followed hub, and moves the
     /// slot's phase on when its time is up.
     #[inline]
-    pub(crate) fn note_wakes<F: Fn() -> u64>(
+    pub(crate) fn note_wakes<N: Fn() -> u32, F: Fn() -> u64>(
         &self,
         bits: u32,
         task: usize,
         wakes: u32,
-        at: &At<F>,
+        at: &At<N, F>,
     ) -> Decision {
         let s = self.slot(bits);
         if s.hub.load(Relaxed) != task || s.bits.load(Relaxed) != bits {
@@ -196,16 +212,17 @@ impl HubModes {
         } else {
             s.hold.load(Relaxed)
         };
-        let elapsed = at.now_ms.wrapping_sub(s.since.load(Relaxed));
+        let now = (at.now_ms)();
+        let elapsed = now.wrapping_sub(s.since.load(Relaxed));
         if elapsed < len || elapsed > u32::MAX / 2 {
             return Decision::None; // running, or a lagging clock of another P
         }
-        advance(s, phase, total, elapsed, at)
+        advance(s, phase, total, elapsed, now, at)
     }
 }
 
-fn start<F: Fn() -> u64>(s: &ModeSlot, phase: u32, at: &At<F>) {
-    s.since.store(at.now_ms, Relaxed);
+fn start<N: Fn() -> u32, F: Fn() -> u64>(s: &ModeSlot, phase: u32, now: u32, at: &At<N, F>) {
+    s.since.store(now, Relaxed);
     s.wakes.store(0, Relaxed);
     s.busy0.store((at.busy)(), Relaxed);
     s.phase.store(phase, Relaxed);
@@ -219,18 +236,19 @@ const MAX_RESTARTS: u32 = 3;
 /// Ends phase `phase` of slot `s`: a measurement decides, a hold ends in
 /// a new measurement.
 #[cold]
-fn advance<F: Fn() -> u64>(
+fn advance<N: Fn() -> u32, F: Fn() -> u64>(
     s: &ModeSlot,
     phase: u32,
     wakes: u32,
     elapsed: u32,
-    at: &At<F>,
+    now: u32,
+    at: &At<N, F>,
 ) -> Decision {
     if phase != MEASURE_KEEP {
         if phase == HOLD_KEEP || phase == HOLD_SPREAD {
             s.last_hold.store(phase, Relaxed);
         }
-        start(s, MEASURE_KEEP, at);
+        start(s, MEASURE_KEEP, now, at);
         return Decision::None;
     }
     // A measurement that ran far past its end measured a hub that stopped
@@ -239,7 +257,7 @@ fn advance<F: Fn() -> u64>(
     let busy = (at.busy)().saturating_sub(s.busy0.load(Relaxed));
     let keep = if elapsed > 2 * MEASURE_MS + 100 || wakes == 0 {
         if s.restarts.fetch_add(1, Relaxed) + 1 < MAX_RESTARTS {
-            start(s, MEASURE_KEEP, at);
+            start(s, MEASURE_KEEP, now, at);
             return Decision::None;
         }
         false
@@ -254,7 +272,7 @@ fn advance<F: Fn() -> u64>(
         HOLD_MIN_MS
     };
     s.hold.store(hold, Relaxed);
-    start(s, held, at);
+    start(s, held, now, at);
     if keep {
         Decision::Keep
     } else {
@@ -267,9 +285,9 @@ mod tests {
     use super::*;
     use crate::task::BATCH_SHIFT;
 
-    fn at(now_ms: u32, busy_ns: u64) -> At<impl Fn() -> u64> {
+    fn at(now_ms: u32, busy_ns: u64) -> At<impl Fn() -> u32, impl Fn() -> u64> {
         At {
-            now_ms,
+            now_ms: move || now_ms,
             busy: move || busy_ns,
         }
     }
@@ -323,7 +341,7 @@ mod tests {
         let m = HubModes::default();
         let bits = 3 << BATCH_SHIFT;
         let never = || At {
-            now_ms: 50,
+            now_ms: || -> u32 { unreachable!() },
             busy: || -> u64 { unreachable!() },
         };
         m.claim(bits, HUB, &at(0, 0));

@@ -553,17 +553,17 @@ impl Shared {
         if bits != 0 {
             self.hubs.mark(bits, core.clock_ms);
             self.hub_modes
-                .claim(bits, core.running_meta, &self.hub_at(core));
+                .claim(bits, core.running_meta, &self.hub_at());
         }
     }
 
-    /// Where a hub's poll on `core` ends, for `hub_mode`: the runtime's
-    /// busy time so far, every P's flushed time and open busy stretch (one
-    /// clock read and two loads per P, only when a measurement begins or
-    /// ends).
-    fn hub_at<'a>(&'a self, core: &'a Core) -> hub_mode::At<impl Fn() -> u64 + 'a> {
+    /// Where a hub's poll ends, for `hub_mode`: the clock (read once per
+    /// poll end of a followed hub) and the runtime's busy time so far,
+    /// every P's flushed time and open busy stretch (a clock read and two
+    /// loads per P, only when a measurement begins or ends).
+    fn hub_at(&self) -> hub_mode::At<impl Fn() -> u32, impl Fn() -> u64 + '_> {
         hub_mode::At {
-            now_ms: core.clock_ms,
+            now_ms: || crate::task::epoch_ms(std::time::Instant::now()),
             busy: move || {
                 let now = crate::task::epoch().elapsed().as_nanos() as u64;
                 self.procs
@@ -591,12 +591,14 @@ impl Shared {
     /// The poll just ended on `core` (of a task in batch `bits`) woke
     /// `core.poll_wakes` tasks: a hub's progress if it is a followed hub,
     /// which may end its batch's phase (`hub_mode`). Out of line: called
-    /// after every poll that woke anyone.
+    /// after the polls of a task that may be one
+    /// (`HubModes::may_follow`).
+    #[cold]
     #[inline(never)]
     pub(crate) fn note_poll_wakes(&self, core: &Core, bits: u32) {
         let decided =
             self.hub_modes
-                .note_wakes(bits, core.running_meta, core.poll_wakes, &self.hub_at(core));
+                .note_wakes(bits, core.running_meta, core.poll_wakes, &self.hub_at());
         let m = &self.procs[core.index].metrics;
         match decided {
             hub_mode::Decision::None => {}
