@@ -60,12 +60,13 @@ pub(crate) fn in_hub_poll(core: &Core) -> bool {
 }
 
 /// The batches that had a hub poll lately: per batch id, the P's batch
-/// clock (ms) + 1 at its last hub poll (0: never). A hub's batch keeps the
-/// members a wake displaces from `runnext` in the batch queue, whoever
-/// wakes (a producer waking its consumer displaces another producer): its
-/// members contend on what the hub serves and run best one after another.
-/// Any other batch's displaced members are split off to the ring for
-/// thieves (`Shared::queue_displaced`; docs/architecture.md, "Batches").
+/// clock (ms) + 1 at its last hub poll (0: never). A hub's batch, if
+/// `hub_mode` holds it kept, keeps the members a wake displaces from
+/// `runnext` in the batch queue, whoever wakes (a producer waking its
+/// consumer displaces another producer): its members contend on what the
+/// hub serves and run best one after another. Any other batch's displaced
+/// members are split off to the ring for thieves
+/// (`Shared::queue_displaced`; docs/architecture.md, "Batches").
 /// 64 KiB per runtime; written at most once per batch-clock ms per batch,
 /// by a hub poll (Relaxed: a hint, like
 /// the batch ids themselves; a stale answer places one task differently).

@@ -612,18 +612,17 @@ impl Shared {
     /// members runnable at once: occam-π's cue to split. It is kept in the
     /// batch queue only when its batch has a hub (a member whose poll woke
     /// [`batch::HUB_WAKES`] different tasks lately, `batch::Hubs`: a
-    /// fan-in's consumer, whose producers contend on its one channel and
-    /// run best one after another beside it) and no P of the node is idle
-    /// to take it. Otherwise it goes to the ring's tail, as in Go, and
-    /// marks the ring shared out (`Processor::share_out`), so a thief may
-    /// take it however soon this P would reach it itself: a pipeline's
-    /// stages spread over the P's and run at once; kept together, they ran
-    /// as one wave on one P while the other P found nothing and parked
-    /// (docs/architecture.md, "Batches"). (A spinning M is not counted as
-    /// idle for a hub's members: it asks for a split anyway, and handing it
-    /// members at once made the 64-producer fan-in over tokio's mpsc 25%
-    /// slower at 2 P's.) A task of another batch, or of none, goes to the
-    /// ring under the ring's keep rule.
+    /// fan-in's consumer) and the hub's batch is held kept
+    /// (`hub_mode`: measured to carry little work per release, so its
+    /// members, which contend on the hub's one channel, run best one after
+    /// another beside it), idle P's or not. Otherwise it goes to the ring's
+    /// tail, as in Go, and marks the ring shared out
+    /// (`Processor::share_out`), so a thief may take it however soon this P
+    /// would reach it itself: a pipeline's stages spread over the P's and
+    /// run at once; kept together, they ran as one wave on one P while the
+    /// other P found nothing and parked (docs/architecture.md, "Batches").
+    /// A task of another batch, or of none, goes to the ring under the
+    /// ring's keep rule.
     /// Out of line: most wakes displace nothing, and the schedule function's
     /// closure stays small enough to be inlined.
     /// True if it went to the ring (a thief may take it).

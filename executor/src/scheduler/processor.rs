@@ -142,10 +142,11 @@ pub(crate) struct Core {
     pub(crate) poll_wakes: u32,
     /// The last two tasks the poll woke (cleared before each poll).
     pub(crate) last_wakees: [usize; 2],
-    /// The batch queue: tasks of a hub's batch that a wake displaced from
-    /// `runnext` while no P of the node was idle (docs/architecture.md,
-    /// "Batches"). Owner-only: thieves never take from it; a thief that
-    /// finds nothing else asks the owner to split it (`Processor::split`).
+    /// The batch queue: tasks of a hub's batch held kept (`hub_mode`) that
+    /// a wake displaced from `runnext` (docs/architecture.md, "Batches").
+    /// Owner-only: thieves never take from it; a thief that finds nothing
+    /// else asks the owner to split it (`Processor::split`), which the
+    /// owner does once the batch is no longer kept.
     pub(crate) bq: std::collections::VecDeque<Runnable>,
     /// Batch-queue polls since the ring's last turn (see `MAX_BATCH_RUN`).
     pub(crate) bq_run: u32,
@@ -330,7 +331,7 @@ impl Processor {
             running_meta: 0,
             poll_wakes: 0,
             last_wakees: [0; 2],
-            bq: std::collections::VecDeque::with_capacity(BATCH_QUEUE_CAP),
+            bq: std::collections::VecDeque::with_capacity(32),
             bq_run: 0,
         });
         (p, core)
