@@ -112,7 +112,26 @@ struct ModeSlot {
     /// The phase held before this measurement (`NO_HOLD`: none yet), so a
     /// decision that repeats holds twice as long.
     last_hold: AtomicU32,
+    /// The hub's spawn site (its `Location`'s address; 0: unknown), where
+    /// the decisions are remembered for the next hub spawned there.
+    site: AtomicUsize,
 }
+
+/// What the last hub spawned at one site was held as (see [`SITE_MEMORY_MS`]).
+#[derive(Default)]
+struct SiteSlot {
+    site: AtomicUsize,
+    held: AtomicU32,
+    /// Clock (ms) of the decision.
+    at: AtomicU32,
+}
+
+/// How long a spawn site's last decision stands for a new hub spawned
+/// there: it starts held that way for [`HOLD_MIN_MS`] instead of measured
+/// kept (a program that builds a fan-in per request, or a benchmark's
+/// iterations, would measure every one: a fan-in whose producers compute
+/// ran each new one serialized for 4 ms).
+pub(crate) const SITE_MEMORY_MS: u32 = 10_000;
 
 /// Where a hub's poll ended: readers of the clock (ms since
 /// `task::epoch`) and of the busy time (ns) of every P so far, called
@@ -125,12 +144,20 @@ pub(crate) struct At<N: Fn() -> u32, F: Fn() -> u64> {
 }
 
 /// Per-runtime table of hub batches and their modes (4 KiB).
-pub(crate) struct HubModes(Box<[ModeSlot; SLOTS]>);
+pub(crate) struct HubModes(Box<[ModeSlot; SLOTS]>, Box<[SiteSlot; SLOTS]>);
 
 impl Default for HubModes {
     fn default() -> Self {
-        HubModes(Box::new(std::array::from_fn(|_| ModeSlot::default())))
+        HubModes(
+            Box::new(std::array::from_fn(|_| ModeSlot::default())),
+            Box::new(std::array::from_fn(|_| SiteSlot::default())),
+        )
     }
+}
+
+fn site_slot(sites: &[SiteSlot; SLOTS], site: usize) -> &SiteSlot {
+    // Locations are statics a few words apart: mix the address bits.
+    &sites[(site.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) % SLOTS]
 }
 
 impl HubModes {
@@ -141,20 +168,34 @@ impl HubModes {
 
     /// A hub poll of task `hub` in batch `bits`: the slot follows this
     /// batch from now (a new batch starts with a kept measurement).
+    /// `site` gives the hub's spawn site (0: unknown), asked only for a
+    /// batch the slot did not follow yet: a site whose last hub was decided
+    /// within [`SITE_MEMORY_MS`] starts held that way.
     pub(crate) fn claim<N: Fn() -> u32, F: Fn() -> u64>(
         &self,
         bits: u32,
         hub: usize,
+        site: impl FnOnce() -> usize,
         at: &At<N, F>,
     ) {
         let s = self.slot(bits);
         if s.bits.load(Relaxed) != bits {
+            let site = site();
+            let now = (at.now_ms)();
+            let remembered = (site != 0)
+                .then(|| site_slot(&self.1, site))
+                .filter(|m| {
+                    m.site.load(Relaxed) == site
+                        && now.wrapping_sub(m.at.load(Relaxed)) <= SITE_MEMORY_MS
+                })
+                .map(|m| m.held.load(Relaxed));
             s.hold.store(HOLD_MIN_MS, Relaxed);
-            s.last_hold.store(NO_HOLD, Relaxed);
+            s.last_hold.store(remembered.unwrap_or(NO_HOLD), Relaxed);
             s.restarts.store(0, Relaxed);
+            s.site.store(site, Relaxed);
             s.hub.store(hub, Relaxed);
             s.bits.store(bits, Relaxed);
-            start(s, MEASURE_KEEP, (at.now_ms)(), at);
+            start(s, remembered.unwrap_or(MEASURE_KEEP), now, at);
         } else if s.hub.load(Relaxed) != hub {
             s.hub.store(hub, Relaxed);
         }
@@ -217,7 +258,17 @@ impl HubModes {
         if elapsed < len || elapsed > u32::MAX / 2 {
             return Decision::None; // running, or a lagging clock of another P
         }
-        advance(s, phase, total, elapsed, now, at)
+        let d = advance(s, phase, total, elapsed, now, at);
+        if d != Decision::None {
+            let site = s.site.load(Relaxed);
+            if site != 0 {
+                let m = site_slot(&self.1, site);
+                m.site.store(site, Relaxed);
+                m.held.store(s.phase.load(Relaxed), Relaxed);
+                m.at.store(now, Relaxed);
+            }
+        }
+        d
     }
 }
 
@@ -299,7 +350,7 @@ mod tests {
         let m = HubModes::default();
         let bits = 7 << BATCH_SHIFT;
         assert!(!m.keeps(bits), "not followed yet");
-        m.claim(bits, HUB, &at(1_000, 0));
+        m.claim(bits, HUB, || 0, &at(1_000, 0));
         assert!(m.keeps(bits), "a new hub is measured kept");
         assert_eq!(m.mode(bits), Some(Mode::Measuring));
         // 4 ms busy, 200 wakes: 20 µs per wake.
@@ -328,7 +379,7 @@ mod tests {
     fn expensive_work_per_wake_spreads() {
         let m = HubModes::default();
         let bits = 9 << BATCH_SHIFT;
-        m.claim(bits, HUB, &at(0, 1_000));
+        m.claim(bits, HUB, || 0, &at(0, 1_000));
         // 4 ms busy for 10 wakes: 400 µs of work per wake.
         let d = m.note_wakes(bits, HUB, 10, &at(4, 4_001_000));
         assert_eq!(d, Decision::Spread);
@@ -344,7 +395,7 @@ mod tests {
             now_ms: || -> u32 { unreachable!() },
             busy: || -> u64 { unreachable!() },
         };
-        m.claim(bits, HUB, &at(0, 0));
+        m.claim(bits, HUB, || 0, &at(0, 0));
         assert_eq!(
             m.note_wakes(bits, HUB + 64, 1_000, &never()),
             Decision::None
@@ -352,7 +403,7 @@ mod tests {
         let other = bits + ((SLOTS as u32) << BATCH_SHIFT);
         assert_eq!(m.note_wakes(other, HUB, 1, &never()), Decision::None);
         // Another batch mapping to the same slot takes it over.
-        m.claim(other, HUB + 64, &at(20, 0));
+        m.claim(other, HUB + 64, || 0, &at(20, 0));
         assert_eq!(m.mode(bits), None);
         assert!(m.keeps(other));
     }
@@ -361,7 +412,7 @@ mod tests {
     fn a_hub_that_keeps_stopping_is_spread() {
         let m = HubModes::default();
         let bits = 5 << BATCH_SHIFT;
-        m.claim(bits, HUB, &at(0, 0));
+        m.claim(bits, HUB, || 0, &at(0, 0));
         let mut now = 0;
         for _ in 1..MAX_RESTARTS {
             now += 1_000; // each measurement ends a second late: unused
@@ -372,5 +423,38 @@ mod tests {
             m.note_wakes(bits, HUB, 1, &at(now + 1_000, 0)),
             Decision::Spread
         );
+    }
+
+    #[test]
+    fn a_new_hub_from_a_decided_site_starts_held_that_way() {
+        static SITE: u8 = 0;
+        let site = std::ptr::addr_of!(SITE) as usize;
+        let m = HubModes::default();
+        let a = 11 << BATCH_SHIFT;
+        m.claim(a, HUB, || site, &at(0, 0));
+        assert_eq!(m.mode(a), Some(Mode::Measuring), "nothing remembered yet");
+        // 400 µs of work per wake: spread, and remembered for the site.
+        assert_eq!(
+            m.note_wakes(a, HUB, 10, &at(4, 4_000_000)),
+            Decision::Spread
+        );
+        let b = 12 << BATCH_SHIFT;
+        m.claim(b, HUB + 64, || site, &at(500, 0));
+        assert_eq!(m.mode(b), Some(Mode::Spread), "starts as its site's last");
+        assert!(!m.keeps(b));
+        // Measured after the first hold, kept this time: the hold restarts
+        // at its minimum (the decision changed), then it is remembered.
+        assert_eq!(m.note_wakes(b, HUB + 64, 1, &at(600, 0)), Decision::None);
+        assert_eq!(
+            m.note_wakes(b, HUB + 64, 400, &at(604, 4_000_000)),
+            Decision::Keep
+        );
+        let c = 13 << BATCH_SHIFT;
+        m.claim(c, HUB + 128, || site, &at(700, 0));
+        assert_eq!(m.mode(c), Some(Mode::Keep));
+        // Too old a decision is not used.
+        let d = 14 << BATCH_SHIFT;
+        m.claim(d, HUB + 192, || site, &at(700 + SITE_MEMORY_MS + 1, 0));
+        assert_eq!(m.mode(d), Some(Mode::Measuring));
     }
 }

@@ -552,8 +552,17 @@ impl Shared {
         self.procs[core.index].metrics.batch_hub_polls.incr();
         if bits != 0 {
             self.hubs.mark(bits, core.clock_ms);
+            let site = || {
+                // SAFETY: we run inside the poll of the task `running_meta`
+                // names (a hub poll is counted by `Shared::schedule` during
+                // it), whose allocation async-task keeps alive for the poll.
+                let meta = unsafe { &*(core.running_meta as *const crate::task::TaskMeta) };
+                self.tasks
+                    .location(meta.id.as_u64(), meta.slot())
+                    .map_or(0, |l| std::ptr::from_ref(l) as usize)
+            };
             self.hub_modes
-                .claim(bits, core.running_meta, &self.hub_at());
+                .claim(bits, core.running_meta, site, &self.hub_at());
         }
     }
 

@@ -203,7 +203,7 @@ impl TaskMeta {
 
     /// The task's registry entry index (see [`TaskMeta::set_slot`]).
     #[inline]
-    fn slot(&self) -> u32 {
+    pub(crate) fn slot(&self) -> u32 {
         self.sched_slot.load(Relaxed) >> 1
     }
 
