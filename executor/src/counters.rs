@@ -70,9 +70,9 @@ pub(crate) struct ProcCounters {
     pub(crate) batch_splits: Counter,
     /// Polls that woke `batch::HUB_WAKES` or more different tasks.
     pub(crate) batch_hub_polls: Counter,
-    /// Measurements a hub's poll on this P ended with the kept mode faster.
+    /// Measurements a hub's poll on this P ended in "kept" (`hub_mode`).
     pub(crate) batch_keeps: Counter,
-    /// Measurements a hub's poll on this P ended with the spread mode as fast.
+    /// Measurements a hub's poll on this P ended in "spread".
     pub(crate) batch_spreads: Counter,
     pub(crate) root_tasks_received: Counter,
     pub(crate) handbacks: Counter,
@@ -122,10 +122,6 @@ impl ProcCounters {
         }
     }
 
-    /// Adds a batch: `busy_ns` held, `polls` task polls in it. The batch's
-    /// mean poll time enters the average with the weight of `polls` single
-    /// polls (`1 - (1-α)^polls`), so a long batch moves it more than a
-    /// short one.
     /// Notes that a busy stretch began at `t` (see `busy_open`).
     #[inline]
     pub(crate) fn open_busy(&self, t: std::time::Instant) {
@@ -151,6 +147,10 @@ impl ProcCounters {
         self.busy_ns.get() + open
     }
 
+    /// Adds a batch: `busy_ns` held, `polls` task polls in it. The batch's
+    /// mean poll time enters the average with the weight of `polls` single
+    /// polls (`1 - (1-α)^polls`), so a long batch moves it more than a
+    /// short one.
     pub(crate) fn record_batch(&self, busy_ns: u64, polls: u32) {
         self.busy_ns.add(busy_ns);
         if polls == 0 {
