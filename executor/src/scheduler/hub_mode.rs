@@ -90,7 +90,13 @@ pub(crate) enum Decision {
     Spread,
 }
 
-#[repr(align(64))]
+/// One hub batch's slot. Two 128-byte halves: what every P reads (on each
+/// poll that woke anyone, `may_follow`; on each displacement, `keeps`),
+/// written only when the slot changes hands or phase, apart from what the
+/// followed hub writes at the end of each of its polls (`wakes`): spread
+/// over 16 cores, a producer's poll reading a line the consumer's P writes
+/// per value would miss in cache every time.
+#[repr(C, align(128))]
 #[derive(Default)]
 struct ModeSlot {
     /// The batch this slot follows (`TaskMeta::batch_bits`; 0: none).
@@ -99,10 +105,14 @@ struct ModeSlot {
     hub: AtomicUsize,
     /// One of the phases above.
     phase: AtomicU32,
-    /// The batch clock (ms) when the phase began.
-    since: AtomicU32,
+    /// The hub's spawn site (its `Location`'s address; 0: unknown), where
+    /// the decisions are remembered for the next hub spawned there.
+    site: AtomicUsize,
+    _apart: [u64; 12],
     /// The hub's wakes in this phase.
     wakes: AtomicU32,
+    /// The clock (ms) when the phase began.
+    since: AtomicU32,
     /// The runtime's busy time (ns, all P's) when the phase began.
     busy0: AtomicU64,
     /// Measurements in a row that could not be used (see `advance`).
@@ -112,10 +122,9 @@ struct ModeSlot {
     /// The phase held before this measurement (`NO_HOLD`: none yet), so a
     /// decision that repeats holds twice as long.
     last_hold: AtomicU32,
-    /// The hub's spawn site (its `Location`'s address; 0: unknown), where
-    /// the decisions are remembered for the next hub spawned there.
-    site: AtomicUsize,
 }
+
+const _: () = assert!(std::mem::offset_of!(ModeSlot, wakes) == 128);
 
 /// What the last hub spawned at one site was held as (see [`SITE_MEMORY_MS`]).
 #[derive(Default)]
@@ -143,7 +152,8 @@ pub(crate) struct At<N: Fn() -> u32, F: Fn() -> u64> {
     pub(crate) busy: F,
 }
 
-/// Per-runtime table of hub batches and their modes (4 KiB).
+/// Per-runtime table of hub batches and their modes (16 KiB), and the
+/// spawn sites' last decisions.
 pub(crate) struct HubModes(Box<[ModeSlot; SLOTS]>, Box<[SiteSlot; SLOTS]>);
 
 impl Default for HubModes {
