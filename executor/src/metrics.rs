@@ -90,8 +90,8 @@ pub struct ProcMetrics {
     /// together in the batch queue if that runs faster (docs/architecture.md,
     /// "Batches").
     pub batch_hub_polls: u64,
-    /// Times a hub's batch was measured (4 ms kept on the hub's P) and
-    /// carried little work per hub wake (under 200 µs of busy time: less
+    /// Times a hub's batch was measured (kept for 2 ms, then 4 ms counted) and
+    /// carried little work per hub wake (under 100 µs of busy time: less
     /// than spreading its members would cost in hand-offs): it is held
     /// kept, its members one after another on the hub's P
     /// (contention-aware: they contend on what the hub serves). Counted on

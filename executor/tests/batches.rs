@@ -364,7 +364,7 @@ fn a_hub_with_cheap_members_is_held_kept_beside_an_idle_p() {
     assert!(queued > 0, "no member was kept in the batch queue");
 }
 
-/// A hub whose members each work 1 ms per release (over the 200 µs per
+/// A hub whose members each work 1 ms per release (over the 100 µs per
 /// wake a kept batch may carry) is spread: kept, its members would take
 /// turns on one P while the other idles.
 #[test]

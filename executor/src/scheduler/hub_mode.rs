@@ -29,10 +29,11 @@
 //! at a time across cores, and that costs more than the serial work they
 //! carry. Other work running meanwhile counts too, which errs towards
 //! spreading, the mode that never serializes anything. Each hub batch is
-//! measured kept for [`MEASURE_MS`]; the decision is held for
+//! kept for [`WARMUP_MS`] and then measured kept for [`MEASURE_MS`]; the
+//! decision is held for
 //! [`HOLD_MIN_MS`], doubling while it repeats (up to [`HOLD_MAX_MS`]),
 //! then measured again: a fan-in of producers that compute runs
-//! serialized for at most 4 ms in every 100 ms to 1.6 s.
+//! serialized for at most 6 ms in every 100 ms to 1.6 s.
 //!
 //! The table is small and approximate by design: [`SLOTS`] slots by batch
 //! id, a slot taken over by the newest hub whose id maps to it. All its
@@ -44,30 +45,42 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 /// Slots in the table; a hub batch maps to `id % SLOTS`.
 pub(crate) const SLOTS: usize = 64;
-/// Length of the kept measuring phase, in batch-clock ms.
+/// Length of the kept measuring phase, in ms.
 pub(crate) const MEASURE_MS: u32 = 4;
+/// Kept time before a measurement counts, in ms: members that a spread
+/// mode left running elsewhere send a value, block and come back to the
+/// hub's P first. Counted from the start, a fan-in whose producers work
+/// ~5 µs per value measured ~1 value per wake in that transient instead
+/// of a channel's worth, was decided kept in 5 of 6 runs at 2 P's and ran
+/// one P half idle for the 100 ms hold (225 and 108 ms busy, against 166
+/// and 168 spread).
+pub(crate) const WARMUP_MS: u32 = 2;
 /// The first hold after a decision, in ms; doubled while the same mode wins.
 pub(crate) const HOLD_MIN_MS: u32 = 100;
-/// The longest hold: one 4 ms measurement per 1.6 s once a program has
-/// settled (0.25% of its time kept when it should be spread).
+/// The longest hold: one 6 ms measurement per 1.6 s once a program has
+/// settled (0.4% of its time kept when it should be spread).
 pub(crate) const HOLD_MAX_MS: u32 = 1_600;
 /// The most busy time per hub wake (ns) at which a kept batch stays kept.
 /// Measured kept (2 CPUs, benches/channels.rs): the 64-producer fan-in
 /// without work 3-6 µs per wake (a drain of the 128-value channel wakes
 /// one producer, which refills it: async-channel notifies one listener
-/// at a time), ~100 ns of work per value 9-13 µs, ~1.5 µs per value
-/// 65-120 µs, ~5 µs per value 365-670 µs. On the 16-core machine a
-/// fan-in spread over the cores costs 2.3-2.7 µs per value however little
-/// its producers do (tokio and numa_rt alike: the channel's cache lines
-/// move for every value), so kept wins there up to ~2.5 µs of producer
-/// work per value (~320 µs per wake for this channel); the ~5 µs case ran
-/// 1.6x slower kept. 200 µs leaves that margin.
-pub(crate) const KEEP_WORK_NS: u64 = 200_000;
+/// at a time; per wake ~ 128 values x the kept time per value), ~100 ns
+/// of work per value 9-13 µs, ~1.5 µs per value 65-120 µs, ~5 µs per
+/// value 135-640 µs (the low end in measurements right after a spread
+/// hold, whose members come back one by one). On the 16-core machine a
+/// fan-in spread over the cores costs 2.3-2.7 µs per value however
+/// little its producers do, and the fan-in without work ran kept at
+/// ~190 ns per value, ~25 µs per wake by the rule above (not measured
+/// there). 200 µs, the first bound, decided the ~5 µs fan-in kept in 3
+/// of 6 runs at 2 P's (one P half idle for the hold); 100 µs in 1 of 5.
+pub(crate) const KEEP_WORK_NS: u64 = 100_000;
 
 /// A slot's phases (`ModeSlot::phase`); odd phases keep.
 const MEASURE_KEEP: u32 = 1;
 const HOLD_SPREAD: u32 = 2;
 const HOLD_KEEP: u32 = 3;
+/// Kept, before the measurement counts (see [`WARMUP_MS`]).
+const WARM_KEEP: u32 = 5;
 /// `ModeSlot::last_hold` before the first decision.
 const NO_HOLD: u32 = u32::MAX;
 
@@ -205,7 +218,7 @@ impl HubModes {
             s.site.store(site, Relaxed);
             s.hub.store(hub, Relaxed);
             s.bits.store(bits, Relaxed);
-            start(s, remembered.unwrap_or(MEASURE_KEEP), now, at);
+            start(s, remembered.unwrap_or(WARM_KEEP), now, at);
         } else if s.hub.load(Relaxed) != hub {
             s.hub.store(hub, Relaxed);
         }
@@ -258,10 +271,10 @@ impl HubModes {
         let total = s.wakes.load(Relaxed).saturating_add(wakes);
         s.wakes.store(total, Relaxed);
         let phase = s.phase.load(Relaxed);
-        let len = if phase == MEASURE_KEEP {
-            MEASURE_MS
-        } else {
-            s.hold.load(Relaxed)
+        let len = match phase {
+            MEASURE_KEEP => MEASURE_MS,
+            WARM_KEEP => WARMUP_MS,
+            _ => s.hold.load(Relaxed),
         };
         let now = (at.now_ms)();
         let elapsed = now.wrapping_sub(s.since.load(Relaxed));
@@ -305,11 +318,15 @@ fn advance<N: Fn() -> u32, F: Fn() -> u64>(
     now: u32,
     at: &At<N, F>,
 ) -> Decision {
+    if phase == WARM_KEEP {
+        start(s, MEASURE_KEEP, now, at);
+        return Decision::None;
+    }
     if phase != MEASURE_KEEP {
         if phase == HOLD_KEEP || phase == HOLD_SPREAD {
             s.last_hold.store(phase, Relaxed);
         }
-        start(s, MEASURE_KEEP, now, at);
+        start(s, WARM_KEEP, now, at);
         return Decision::None;
     }
     // A measurement that ran far past its end measured a hub that stopped
@@ -363,21 +380,26 @@ mod tests {
         m.claim(bits, HUB, || 0, &at(1_000, 0));
         assert!(m.keeps(bits), "a new hub is measured kept");
         assert_eq!(m.mode(bits), Some(Mode::Measuring));
+        // The warm-up's wakes and busy time do not count.
+        let d = m.note_wakes(bits, HUB, 5, &at(1_002, 9_000_000));
+        assert_eq!(d, Decision::None);
+        assert!(m.keeps(bits));
         // 4 ms busy, 200 wakes: 20 µs per wake.
-        let d = m.note_wakes(bits, HUB, 200, &at(1_004, 4_000_000));
+        let d = m.note_wakes(bits, HUB, 200, &at(1_006, 13_000_000));
         assert_eq!(d, Decision::Keep);
         assert_eq!(m.mode(bits), Some(Mode::Keep));
         assert!(m.keeps(bits));
         // The hold runs 100 ms, then a new measurement, kept again: 200 ms.
-        assert_eq!(m.note_wakes(bits, HUB, 1, &at(1_103, 0)), Decision::None);
-        assert_eq!(
-            m.note_wakes(bits, HUB, 1, &at(1_104, 20_000_000)),
-            Decision::None
-        );
+        assert_eq!(m.note_wakes(bits, HUB, 1, &at(1_105, 0)), Decision::None);
+        assert_eq!(m.mode(bits), Some(Mode::Keep));
+        let d = m.note_wakes(bits, HUB, 1, &at(1_106, 20_000_000));
+        assert_eq!(d, Decision::None);
         assert_eq!(m.mode(bits), Some(Mode::Measuring));
-        let d = m.note_wakes(bits, HUB, 200, &at(1_108, 24_000_000));
+        let d = m.note_wakes(bits, HUB, 1, &at(1_108, 20_000_000));
+        assert_eq!(d, Decision::None, "warmed up");
+        let d = m.note_wakes(bits, HUB, 200, &at(1_112, 24_000_000));
         assert_eq!(d, Decision::Keep);
-        assert_eq!(m.note_wakes(bits, HUB, 1, &at(1_307, 0)), Decision::None);
+        assert_eq!(m.note_wakes(bits, HUB, 1, &at(1_311, 0)), Decision::None);
         assert_eq!(
             m.mode(bits),
             Some(Mode::Keep),
@@ -389,9 +411,10 @@ mod tests {
     fn expensive_work_per_wake_spreads() {
         let m = HubModes::default();
         let bits = 9 << BATCH_SHIFT;
-        m.claim(bits, HUB, || 0, &at(0, 1_000));
+        m.claim(bits, HUB, || 0, &at(0, 0));
+        assert_eq!(m.note_wakes(bits, HUB, 1, &at(2, 1_000)), Decision::None);
         // 4 ms busy for 10 wakes: 400 µs of work per wake.
-        let d = m.note_wakes(bits, HUB, 10, &at(4, 4_001_000));
+        let d = m.note_wakes(bits, HUB, 10, &at(6, 4_001_000));
         assert_eq!(d, Decision::Spread);
         assert!(!m.keeps(bits));
         assert_eq!(m.mode(bits), Some(Mode::Spread));
@@ -423,7 +446,8 @@ mod tests {
         let m = HubModes::default();
         let bits = 5 << BATCH_SHIFT;
         m.claim(bits, HUB, || 0, &at(0, 0));
-        let mut now = 0;
+        assert_eq!(m.note_wakes(bits, HUB, 1, &at(2, 0)), Decision::None);
+        let mut now = 2;
         for _ in 1..MAX_RESTARTS {
             now += 1_000; // each measurement ends a second late: unused
             assert_eq!(m.note_wakes(bits, HUB, 1, &at(now, 0)), Decision::None);
@@ -444,8 +468,9 @@ mod tests {
         m.claim(a, HUB, || site, &at(0, 0));
         assert_eq!(m.mode(a), Some(Mode::Measuring), "nothing remembered yet");
         // 400 µs of work per wake: spread, and remembered for the site.
+        assert_eq!(m.note_wakes(a, HUB, 1, &at(2, 0)), Decision::None);
         assert_eq!(
-            m.note_wakes(a, HUB, 10, &at(4, 4_000_000)),
+            m.note_wakes(a, HUB, 10, &at(6, 4_000_000)),
             Decision::Spread
         );
         let b = 12 << BATCH_SHIFT;
@@ -455,8 +480,9 @@ mod tests {
         // Measured after the first hold, kept this time: the hold restarts
         // at its minimum (the decision changed), then it is remembered.
         assert_eq!(m.note_wakes(b, HUB + 64, 1, &at(600, 0)), Decision::None);
+        assert_eq!(m.note_wakes(b, HUB + 64, 1, &at(602, 0)), Decision::None);
         assert_eq!(
-            m.note_wakes(b, HUB + 64, 400, &at(604, 4_000_000)),
+            m.note_wakes(b, HUB + 64, 400, &at(606, 4_000_000)),
             Decision::Keep
         );
         let c = 13 << BATCH_SHIFT;
