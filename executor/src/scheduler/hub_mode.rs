@@ -323,9 +323,8 @@ fn advance<N: Fn() -> u32, F: Fn() -> u64>(
         return Decision::None;
     }
     if phase != MEASURE_KEEP {
-        if phase == HOLD_KEEP || phase == HOLD_SPREAD {
-            s.last_hold.store(phase, Relaxed);
-        }
+        // A hold ended: measure again (kept, after the warm-up).
+        s.last_hold.store(phase, Relaxed);
         start(s, WARM_KEEP, now, at);
         return Decision::None;
     }
@@ -333,7 +332,8 @@ fn advance<N: Fn() -> u32, F: Fn() -> u64>(
     // (or a program that changed): not trusted, measured again, unless
     // that keeps happening.
     let busy = (at.busy)().saturating_sub(s.busy0.load(Relaxed));
-    let keep = if elapsed > 2 * MEASURE_MS + 100 || wakes == 0 {
+    // (`wakes` is at least 1: only polls that woke anyone are counted.)
+    let keep = if elapsed > 2 * MEASURE_MS + 100 {
         if s.restarts.fetch_add(1, Relaxed) + 1 < MAX_RESTARTS {
             start(s, MEASURE_KEEP, now, at);
             return Decision::None;

@@ -583,8 +583,8 @@ impl Shared {
         }
     }
 
-    /// Whether the batch in `core`'s batch queue is held kept (measured
-    /// faster on one P, `hub_mode`): then neither an idle P nor a thief's
+    /// Whether the batch in `core`'s batch queue is kept (`hub_mode`:
+    /// measuring, or measured to carry little work per release): then neither an idle P nor a thief's
     /// request splits it. Clears a thief's request it refuses.
     pub(crate) fn bq_kept(&self, core: &Core) -> bool {
         let Some(t) = core.bq.front() else {

@@ -153,8 +153,8 @@ pub(crate) struct Core {
 }
 
 /// Most tasks a batch queue holds; beyond it, displaced members go to the
-/// ring as before, stealable. A kept hub batch is one measured faster on
-/// one P, so the queue holds a large fan-in's producers (the 64-producer
+/// ring as before, stealable. A kept hub batch is one measured to carry
+/// little work per release (`hub_mode`), so the queue holds a large fan-in's producers (the 64-producer
 /// fan-in needs 63; at 32, the rest went to thieves and fought the kept
 /// half for the channel). Owner-only and run before the ring
 /// (`MAX_BATCH_RUN` in a row), so a deep queue delays the ring's tasks by
