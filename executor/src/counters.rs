@@ -122,10 +122,10 @@ impl ProcCounters {
         }
     }
 
-    /// Notes that a busy stretch began at `t` (see `busy_open`).
+    /// Notes that a busy stretch began at `ns` (`task::epoch_ns`; see
+    /// `busy_open`).
     #[inline]
-    pub(crate) fn open_busy(&self, t: std::time::Instant) {
-        let ns = t.saturating_duration_since(crate::task::epoch()).as_nanos() as u64;
+    pub(crate) fn open_busy(&self, ns: u64) {
         self.busy_open
             .store(ns + 1, std::sync::atomic::Ordering::Relaxed);
     }

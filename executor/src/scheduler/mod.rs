@@ -574,7 +574,7 @@ impl Shared {
         hub_mode::At {
             now_ms: || crate::task::epoch_ms(std::time::Instant::now()),
             busy: move || {
-                let now = crate::task::epoch().elapsed().as_nanos() as u64;
+                let now = crate::task::epoch_ns(std::time::Instant::now());
                 self.procs
                     .iter()
                     .map(|p| p.metrics.busy_now(now))

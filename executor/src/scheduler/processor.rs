@@ -413,9 +413,10 @@ impl Core {
         if self.busy_since.is_none() {
             let now = Instant::now();
             self.busy_since = Some(now);
-            self.clock_ms = crate::task::epoch_ms(now);
+            let ns = crate::task::epoch_ns(now);
+            self.clock_ms = crate::task::ms_of_epoch_ns(ns);
             self.batch_polls = 0;
-            counters.open_busy(now);
+            counters.open_busy(ns);
         }
     }
 
@@ -432,8 +433,9 @@ impl Core {
         self.batch_polls = 0;
         self.busy_since = cont.then_some(now);
         if cont {
-            self.clock_ms = crate::task::epoch_ms(now);
-            counters.open_busy(now);
+            let ns = crate::task::epoch_ns(now);
+            self.clock_ms = crate::task::ms_of_epoch_ns(ns);
+            counters.open_busy(ns);
         } else {
             counters.close_busy();
         }

@@ -143,10 +143,22 @@ pub(crate) fn epoch() -> std::time::Instant {
 
 /// `t` in milliseconds since [`epoch`], at least 1 (0 means "never").
 pub(crate) fn epoch_ms(t: std::time::Instant) -> u32 {
-    (t.saturating_duration_since(epoch())
-        .as_millis()
-        .min(u32::MAX as u128) as u32)
-        .max(1)
+    ms_of_epoch_ns(epoch_ns(t))
+}
+
+/// `t` in nanoseconds since [`epoch`].
+#[inline]
+pub(crate) fn epoch_ns(t: std::time::Instant) -> u64 {
+    t.saturating_duration_since(epoch())
+        .as_nanos()
+        .min(u128::from(u64::MAX)) as u64
+}
+
+/// [`epoch_ms`] of a time given by [`epoch_ns`] (one clock conversion for
+/// both, where a caller needs both).
+#[inline]
+pub(crate) fn ms_of_epoch_ns(ns: u64) -> u32 {
+    ((ns / 1_000_000).min(u64::from(u32::MAX)) as u32).max(1)
 }
 
 /// Set by `abort`: the next poll drops the future instead of polling it.
