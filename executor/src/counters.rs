@@ -44,9 +44,47 @@ impl Counter {
     }
 }
 
-/// One P's counters; `ProcMetrics` (in `metrics`) says what each counts.
+/// Starts a new 128-byte line in a `#[repr(C)]` struct: a zero-sized
+/// field aligned to 128 moves the fields after it to the next line (two
+/// 64-byte lines, as the adjacent-line prefetcher pulls them in pairs).
 #[derive(Default)]
+#[repr(align(128))]
+pub(crate) struct NewLine;
+
+/// One P's counters; `ProcMetrics` (in `metrics`) says what each counts.
+///
+/// Three groups on separate lines, by who writes and who reads them: what
+/// thieves and the hub measurement read from other P's (written once per
+/// busy stretch or flush), what the P's M writes on every poll, and what
+/// other threads write (wakers, the monitor). On 16 cores a thief looking
+/// at a victim, or a waker counting an unpark, would otherwise take the
+/// line the victim's M writes per poll away from it.
+#[derive(Default)]
+#[repr(C)]
 pub(crate) struct ProcCounters {
+    /// The mean poll time, an exponentially weighted moving average in
+    /// nanoseconds (see `record_batch`). Read by thieves
+    /// (`Processor::keep_for_owner`).
+    pub(crate) poll_time_ewma_ns: Counter,
+    /// Set when a busy batch outlasts one `event_interval` flush (the P has
+    /// run `event_interval` ticks without its queues running dry), cleared
+    /// when the batch closes. A thief leaves a running P's short ring alone
+    /// only while this is clear (`Processor::keep_for_owner`): a ring that
+    /// never runs dry (tasks that keep yielding or waking each other) is
+    /// work the P cannot finish soon, however short it looks. Relaxed: a
+    /// hint, written by the P's M only when it changes.
+    pub(crate) unbroken_batch: std::sync::atomic::AtomicBool,
+    /// When the open busy stretch began (ns since `task::epoch`, plus one;
+    /// 0: none open), so another thread can add it to `busy_ns`
+    /// (`busy_now`). Written once per stretch by the P's M; Relaxed: a
+    /// reading that straddles a flush counts a stretch twice or not at all
+    /// for an instant, which a hint may.
+    pub(crate) busy_open: std::sync::atomic::AtomicU64,
+    /// Nanoseconds the P's M spent running tasks and dispatching between
+    /// them (not searching for work, not parked), flushed at each batch
+    /// boundary.
+    pub(crate) busy_ns: Counter,
+    _owner: NewLine,
     pub(crate) polls: Counter,
     pub(crate) runnext_polls: Counter,
     pub(crate) global_polls: Counter,
@@ -55,8 +93,6 @@ pub(crate) struct ProcCounters {
     pub(crate) local_steals: Counter,
     pub(crate) remote_steals: Counter,
     pub(crate) parks: Counter,
-    /// Written by wakers on any thread (`incr_shared`).
-    pub(crate) unparks: Counter,
     pub(crate) spurious_wakeups: Counter,
     /// Wakes from a task's poll of a task already in the waker's batch.
     pub(crate) batch_wakes: Counter,
@@ -76,23 +112,10 @@ pub(crate) struct ProcCounters {
     pub(crate) batch_spreads: Counter,
     pub(crate) root_tasks_received: Counter,
     pub(crate) handbacks: Counter,
-    /// Written by the monitor thread (`incr_shared`).
-    pub(crate) retakes: Counter,
-    /// Nanoseconds the P's M spent running tasks and dispatching between
-    /// them (not searching for work, not parked), flushed at each batch
-    /// boundary.
-    pub(crate) busy_ns: Counter,
-    /// When the open busy stretch began (ns since `task::epoch`, plus one;
-    /// 0: none open), so another thread can add it to `busy_ns`
-    /// (`busy_now`). Written once per stretch by the P's M; Relaxed: a
-    /// reading that straddles a flush counts a stretch twice or not at all
-    /// for an instant, which a hint may.
-    pub(crate) busy_open: std::sync::atomic::AtomicU64,
-    /// The mean poll time, an exponentially weighted moving average in
-    /// nanoseconds (see `record_batch`).
-    pub(crate) poll_time_ewma_ns: Counter,
     /// Polls that returned `Pending` because the cooperative budget ran out.
     pub(crate) forced_yields: Counter,
+    /// Polls longer than the keep window (`poll_clock`).
+    pub(crate) long_polls: Counter,
     /// One counter per bucket when the poll-time histogram is on.
     pub(crate) poll_histogram: Option<Box<[Counter]>>,
     /// Nanoseconds inside task polls, summed only while the histogram is on
@@ -100,15 +123,17 @@ pub(crate) struct ProcCounters {
     pub(crate) poll_ns: Counter,
     /// The id of the M that last held this P.
     pub(crate) machine: AtomicUsize,
-    /// Set when a busy batch outlasts one `event_interval` flush (the P has
-    /// run `event_interval` ticks without its queues running dry), cleared
-    /// when the batch closes. A thief leaves a running P's short ring alone
-    /// only while this is clear (`Processor::keep_for_owner`): a ring that
-    /// never runs dry (tasks that keep yielding or waking each other) is
-    /// work the P cannot finish soon, however short it looks. Relaxed: a
-    /// hint, written by the P's M only when it changes.
-    pub(crate) unbroken_batch: std::sync::atomic::AtomicBool,
+    _shared: NewLine,
+    /// Written by wakers on any thread (`incr_shared`).
+    pub(crate) unparks: Counter,
+    /// Written by the monitor thread (`incr_shared`).
+    pub(crate) retakes: Counter,
 }
+
+const _: () = {
+    assert!(std::mem::offset_of!(ProcCounters, polls) == 128);
+    assert!(std::mem::offset_of!(ProcCounters, unparks) % 128 == 0);
+};
 
 /// tokio's weight of one poll in the mean poll time's moving average.
 const EWMA_ALPHA: f64 = 0.1;
@@ -156,7 +181,18 @@ impl ProcCounters {
         if polls == 0 {
             return;
         }
-        let mean = busy_ns as f64 / polls as f64;
+        self.fold_poll_time(busy_ns as f64 / polls as f64, polls);
+    }
+
+    /// A poll that ran `ns` and was long (`poll_clock`): into the mean now,
+    /// not at the next flush, which may be `event_interval` long polls away.
+    /// (The flush counts it again, with the rest of its batch.)
+    pub(crate) fn record_long_poll(&self, ns: u64) {
+        self.long_polls.incr();
+        self.fold_poll_time(ns as f64, 1);
+    }
+
+    fn fold_poll_time(&self, mean: f64, polls: u32) {
         let old = self.poll_time_ewma_ns.get();
         let new = if old == 0 {
             mean

@@ -58,6 +58,14 @@
 //!   work is handed, with its queue, reactor and timers, to another M, as
 //!   `block_in_place` would; the protocol that lets the monitor take the
 //!   core from under a running M is in `scheduler::seat`.
+//! - **offers queues kept behind long polls**, whatever else is configured:
+//!   a P found in one poll for longer than the keep window (20 µs) while
+//!   tasks wait in its ring and a P is idle has its poll marked long for
+//!   thieves and an idle P woken (`offer_queue`); while such a P keeps
+//!   tasks queued, the next round comes within 1 ms. Thieves leave a
+//!   running P's short queue to it on the promise that it reaches the
+//!   tasks soon; a poll that does not end breaks it
+//!   (docs/architecture.md, "Stealing").
 //! - **re-reads the CPU quota** about once a second when `max_procs` was
 //!   left to its default: P's above a shrunk quota retire (take no work)
 //!   until it grows back, never leaving fewer than 2
@@ -136,6 +144,9 @@ struct Stall {
     /// The fallback's: past the stall threshold, when the M thread's CPU
     /// time was first read, and its value (see [`judge_stall`]).
     probe: Option<(Instant, Duration)>,
+    /// The P's queue was offered to idle P's during this poll
+    /// ([`offer_queue`]).
+    offered: bool,
 }
 
 /// [`Stall::base`].
@@ -363,32 +374,20 @@ impl numa_rt_reactor::SysmonHook for Sysmon {
             return None;
         }
         let paused = shared.reactor.is_clock_paused();
-        let cfg = &shared.config;
-        if !paused
-            && cfg.stall_threshold.is_none()
-            && cfg.retake_threshold.is_none()
-            && cfg.procs_source.is_none()
-            && cfg.schedtrace.is_none()
-            && cfg.deadlock == DeadlockMode::Off
-        {
-            // Nothing of sysmon's is enabled: only the reactor's part of
-            // the round (the watcher role, the network poll) runs.
-            return None;
-        }
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let now = Instant::now();
         let mut limit: Option<Duration> = None;
         let mut bound = |d: Duration| limit = Some(limit.map_or(d, |l| l.min(d)));
 
         let cfg = &shared.config;
-        if cfg.stall_threshold.is_some() || cfg.retake_threshold.is_some() {
-            if !idle {
-                if let Some(d) = check_stalls(&shared, &mut st, self.schedstat, now) {
-                    bound(d);
-                }
-            } else {
-                st.stalls.clear();
+        // Always, whatever is configured: besides stalls and retakes, it
+        // offers queues kept behind long polls (`offer_queue`).
+        if !idle {
+            if let Some(d) = check_stalls(&shared, &mut st, self.schedstat, now) {
+                bound(d);
             }
+        } else {
+            st.stalls.clear();
         }
 
         // The CPU quota may change while the process runs (Go 1.25 re-reads
@@ -495,6 +494,14 @@ fn check_stalls(
                     };
                 }
                 let ran = now.saturating_duration_since(s.since);
+                if !s.offered && wants_offer(shared, p) {
+                    if ran >= KEEP_WINDOW {
+                        s.offered = true;
+                        offer_queue(shared, i, polls);
+                    } else {
+                        soon(OFFER_ROUND);
+                    }
+                }
                 if let Some(threshold) = cfg.stall_threshold {
                     if !s.reported && ran >= threshold {
                         match judge_stall(shared, i, s, &mut st.schedstats, threshold, now) {
@@ -535,12 +542,48 @@ fn check_stalls(
                         BaseRead::Unavailable
                     },
                     probe: None,
-                })
+                    offered: false,
+                });
+                if wants_offer(shared, p) {
+                    soon(OFFER_ROUND);
+                }
             }
             _ => *slot = None,
         }
     }
     due
+}
+
+/// How long a poll runs before sysmon offers the tasks queued behind it
+/// (the keep window of `Processor::keep_for_owner`).
+const KEEP_WINDOW: Duration = Duration::from_nanos(crate::scheduler::processor::STEAL_BACKLOG_NS);
+
+/// How soon the next round comes while a P in a poll keeps queued tasks
+/// from idle P's: the longest a poll that never ends (a task that spins
+/// on what its queued peers must do) holds them. A monitor round costs a
+/// few µs of one thread: 1 ms keeps that under 1% while it lasts.
+const OFFER_ROUND: Duration = Duration::from_millis(1);
+
+/// Whether P `p` (in a poll) keeps queued tasks from a P that is idle.
+fn wants_offer(shared: &Shared, p: &crate::scheduler::processor::Processor) -> bool {
+    !p.steal.is_empty() && shared.idle.npidle() != 0
+}
+
+/// A P has been in poll number `polls` for longer than the keep window
+/// while its queue waited: its thieves looked when the poll was young (or
+/// the P's mean poll time short) and left the queue to it, and went to
+/// sleep. Marks the poll as long for them (`Processor::mark_long_poll`)
+/// and wakes an idle P, which now takes the tasks. Where the TSC is
+/// trusted, the P marks its own long polls when they end
+/// (`Worker::after_long_poll`); this catches a poll that does not end
+/// soon, and machines without the TSC. Go and tokio steal any queue
+/// and need no such step.
+fn offer_queue(shared: &Shared, i: usize, polls: u64) {
+    let p = &shared.procs[i];
+    p.mark_long_poll(polls);
+    if p.steal_look() == crate::scheduler::processor::Look::Stealable {
+        shared.wake_idle_p(p.node);
+    }
 }
 
 /// Whether P `i` has work other than the task its M is stuck in: its

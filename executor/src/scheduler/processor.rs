@@ -9,7 +9,8 @@
 
 use super::inject::Inject;
 use super::machine::Machine;
-use crate::counters::ProcCounters;
+use super::poll_clock;
+use crate::counters::{NewLine, ProcCounters};
 use crate::queue;
 use crate::task::Runnable;
 use numa_rt_reactor::{Driver, Unparker};
@@ -26,37 +27,28 @@ pub(crate) enum Look {
     Stealable,
 }
 
-/// On its own cache lines (128 bytes, as `queue::Inner`): its owner writes
-/// it on every poll (`in_task`, `current_task`, the counters), and the
-/// P's sit side by side in one slice.
-#[repr(align(128))]
+/// On its own cache lines (128 bytes, as `queue::Inner`), the P's sit side
+/// by side in one slice, and within it fields are grouped by who writes
+/// them: what thieves and wakers read (written when the P parks, splits or
+/// changes its batch queue), what its owner writes on every poll
+/// (`in_task`, `current_task`), the inbox other threads push to, and the
+/// counters (three groups of their own, see `ProcCounters`). A spinning
+/// thief's look at a victim must not take the line the victim's M writes
+/// per poll away from it.
+#[repr(C, align(128))]
 pub(crate) struct Processor {
     pub(crate) index: usize,
     pub(crate) node: usize,
     pub(crate) steal: queue::Steal<Runnable>,
-    /// Tasks other threads sent to this P specifically (root-task
-    /// distribution); the owner drains it like a small global queue.
-    pub(crate) inbox: Inject,
     /// Wakes the M parked in this P's driver.
     pub(crate) unparker: Unparker,
     /// True while an M is running tasks on this P (not parked): a thief only
     /// waits for `runnext` (Go's 3 µs rule) when its owner may run it soon.
     pub(crate) running: AtomicBool,
-    /// True while the P's M is inside a task's poll. A node all of whose P's
-    /// are in a task has nobody about to look at its queue, and only then
-    /// may M's of other nodes steal from it (`Shared::saturated`). Relaxed:
-    /// a stale value only delays or hastens a remote steal; the node's own
-    /// M's find the work through the park barrier either way.
-    pub(crate) in_task: AtomicBool,
     /// True while the P is retired: above a CPU quota that shrank (sysmon's
     /// re-read), it takes no work. Relaxed, like `in_task`: `saturated`
     /// leaves it out, and a stale value only delays a remote steal.
     pub(crate) retired: AtomicBool,
-    pub(crate) metrics: ProcCounters,
-    /// Tasks in the owner's batch queue (`Core::bq`), published for
-    /// thieves and the park re-check. Relaxed: a hint; a stale value delays
-    /// a split by one look, and the tasks are the owner's to run anyway.
-    pub(crate) bq_len: AtomicU32,
     /// A thief that found nothing else asks the owner to split its batch
     /// queue into the ring. Relaxed: the owner reads it before each
     /// batch-queue pop; the tasks never depend on it (the owner runs them
@@ -70,9 +62,30 @@ pub(crate) struct Processor {
     /// nothing and park again (an 8-stage pipeline at 2 P's: ~450 spurious
     /// wake-ups per 100,000 values). Relaxed: a hint, like `split`.
     pub(crate) shared_out: AtomicBool,
+    /// Tasks in the owner's batch queue (`Core::bq`), published for
+    /// thieves and the park re-check. Relaxed: a hint; a stale value delays
+    /// a split by one look, and the tasks are the owner's to run anyway.
+    pub(crate) bq_len: AtomicU32,
+    _owner: NewLine,
+    /// True while the P's M is inside a task's poll. A node all of whose P's
+    /// are in a task has nobody about to look at its queue, and only then
+    /// may M's of other nodes steal from it (`Shared::saturated`). Relaxed:
+    /// a stale value only delays or hastens a remote steal; the node's own
+    /// M's find the work through the park barrier either way.
+    pub(crate) in_task: AtomicBool,
+    /// Release on set, Acquire on check: pairs so the holder that sees true
+    /// finds the asker under the lock.
+    has_asker: AtomicBool,
     /// The id of the task in (or last in) a poll on this P: sysmon's stall
     /// report and the schedtrace read it. Relaxed: a diagnostic.
     pub(crate) current_task: AtomicU64,
+    /// When the poll in progress (or the last one) began, a
+    /// `poll_clock::stamp` (0: never, or the clock is off; `LONG_POLL`:
+    /// sysmon saw it run past the keep window). A thief counts the time it
+    /// has run against the keep window (`keep_for_owner`).
+    /// Relaxed: a hint; a thief that pairs a new poll's `in_task` with the
+    /// last poll's stamp steals one look too early.
+    pub(crate) poll_start: AtomicU64,
     /// The M that holds (or last held) this P: where sysmon's retake finds
     /// the core of a P stuck in a poll (in that M's seat). Set once per
     /// `run_core`; it may name an M that has just given the P away, which
@@ -83,10 +96,18 @@ pub(crate) struct Processor {
     /// The M that gave this P away (block_in_place) and wants it back;
     /// `has_asker` lets the holder check without locking.
     asker: Mutex<Option<Arc<Machine>>>,
-    /// Release on set, Acquire on check: pairs so the holder that sees true
-    /// finds the asker under the lock.
-    has_asker: AtomicBool,
+    _inbox: NewLine,
+    /// Tasks other threads sent to this P specifically (root-task
+    /// distribution); the owner drains it like a small global queue.
+    pub(crate) inbox: Inject,
+    pub(crate) metrics: ProcCounters,
 }
+
+const _: () = {
+    assert!(std::mem::offset_of!(Processor, in_task) == 128);
+    assert!(std::mem::offset_of!(Processor, inbox) % 128 == 0);
+    assert!(std::mem::offset_of!(Processor, metrics) % 128 == 0);
+};
 
 pub(crate) struct Core {
     pub(crate) index: usize,
@@ -216,7 +237,12 @@ impl Core {
 /// are still shared). tokio and Go steal half of any non-empty queue.
 /// Measured on 2 CPUs at 16 P's and 4 connections: stolen polls per request
 /// 0.23-0.24 -> 0.15 (50 µs: 0.12); see docs/architecture.md, "Stealing".
-const STEAL_BACKLOG_NS: u64 = 20_000;
+/// A poll in progress counts against it: one that has run this long already
+/// keeps nothing (`poll_clock`).
+pub(crate) const STEAL_BACKLOG_NS: u64 = 20_000;
+
+/// `Processor::poll_start` of a poll sysmon saw run past the keep window.
+const LONG_POLL: u64 = u64::MAX;
 
 /// The floor of the per-task estimate in [`Processor::keep_for_owner`]:
 /// a fresh P's mean poll time is 0, and a queue of tiny tasks still costs
@@ -238,10 +264,14 @@ impl Processor {
     /// steal loop and the park re-check (`Shared::any_work`) both use it, so
     /// a spinner that leaves a short queue alone also sleeps.
     ///
-    /// What it gives up: a P that usually runs short polls and then runs one
-    /// long one keeps the few tasks queued behind it until that poll ends
-    /// (or sysmon's retake hands the P on, 10 ms by default). A P that keeps
-    /// running long polls has a long mean poll time and keeps nothing.
+    /// A poll that runs long makes the mean a poor guess: the time the poll
+    /// in progress has run counts against the window (`poll_start`), and
+    /// a poll that ended long is folded into the mean at once and wakes an
+    /// idle P if the ring is then worth stealing (`poll_clock`). Where the
+    /// clock is off (no trusted TSC), a P that usually runs short polls and
+    /// then runs long ones keeps the tasks queued behind them until the
+    /// next batch flush (or sysmon's retake hands the P on, 10 ms by
+    /// default).
     /// Relaxed loads: a hint; a stale answer steals one round later or one
     /// task more, and the queue's own atomics order the steal itself.
     #[inline]
@@ -257,7 +287,30 @@ impl Processor {
             .poll_time_ewma_ns
             .get()
             .max(MIN_POLL_ESTIMATE_NS);
-        (STEAL_BACKLOG_NS / per).min(u64::from(u32::MAX)) as u32
+        // The poll in progress has already used part of the window: the
+        // mean says nothing of a poll that is running long right now.
+        let ran = if self.in_task.load(Relaxed) {
+            match self.poll_start.load(Relaxed) {
+                LONG_POLL => u64::MAX,
+                start => poll_clock::ns_since(start),
+            }
+        } else {
+            0
+        };
+        (STEAL_BACKLOG_NS.saturating_sub(ran) / per).min(u64::from(u32::MAX)) as u32
+    }
+
+    /// sysmon saw poll number `polls` run past the keep window
+    /// (`sysmon::offer_queue`): thieves keep nothing from this P until its
+    /// next poll stamps its own start. If the owner has moved on meanwhile,
+    /// the mark may have landed on its next poll: that one's age is then
+    /// unknown (0), as where the clock is off. Relaxed, like the stamp: a
+    /// hint, at worst one look early or late.
+    pub(crate) fn mark_long_poll(&self, polls: u64) {
+        self.poll_start.store(LONG_POLL, Relaxed);
+        if self.metrics.polls.get() != polls {
+            self.poll_start.store(0, Relaxed);
+        }
     }
 
     /// What a thief may take from this P now: a ring worth stealing, or an
@@ -306,10 +359,13 @@ impl Processor {
             split: AtomicBool::new(false),
             shared_out: AtomicBool::new(false),
             current_task: AtomicU64::new(0),
+            poll_start: AtomicU64::new(0),
             holder: Mutex::new(None),
             core_slot: Mutex::new(None),
             asker: Mutex::new(None),
             has_asker: AtomicBool::new(false),
+            _owner: NewLine,
+            _inbox: NewLine,
         };
         let core = Box::new(Core {
             index,

@@ -20,7 +20,9 @@
 //! queue is `context.rs`.
 
 use super::machine::Machine;
+use super::poll_clock;
 use super::processor::Core;
+use super::processor::Processor;
 use super::{BoxCore, Shared};
 use crate::task::Runnable;
 use numa_rt_reactor::coop;
@@ -154,6 +156,22 @@ impl Worker {
         lent
     }
 
+    /// After a poll longer than the keep window (`poll_clock`): the P's
+    /// mean poll time takes it in now, so thieves stop leaving its queue
+    /// to it, and an idle P is woken if the ring is now worth stealing.
+    /// Those idle P's looked while the mean was short and went to sleep
+    /// leaving the queue to this M; nobody else would wake them (64
+    /// producers computing 500 µs per poll ran one after another on one
+    /// of 16 P's). Go and tokio steal any queue, so need no such step.
+    #[cold]
+    #[inline(never)]
+    fn after_long_poll(&self, core: &Core, p: &Processor, ticks: u64) {
+        p.metrics.record_long_poll(poll_clock::ticks_to_ns(ticks));
+        if core.queue.len() > p.keep_for_owner() as usize {
+            self.shared.wake_idle_p_hint(core.node);
+        }
+    }
+
     fn run_task(&self, mut core: BoxCore, task: Runnable) -> Option<BoxCore> {
         if core.spinning {
             // Go's resetspinning: the last spinner to find work wakes another,
@@ -192,6 +210,10 @@ impl Worker {
         core.running_meta = std::ptr::from_ref(meta) as usize;
         core.poll_wakes = 0;
         core.last_wakees = [0; 2];
+        // When the poll began, for thieves (`keep_for_owner`) and for the
+        // long-poll check below: a TSC read and a store (`poll_clock`).
+        let started = poll_clock::stamp();
+        p.poll_start.store(started, Relaxed);
         p.in_task.store(true, Relaxed);
         // SAFETY: this thread is the M owning the seat.
         unsafe { self.machine.seat.enter_poll(core) };
@@ -212,6 +234,10 @@ impl Worker {
             return None;
         };
         p.in_task.store(false, Relaxed);
+        let ticks = poll_clock::stamp().wrapping_sub(started);
+        if poll_clock::is_long(ticks) {
+            self.after_long_poll(&core, p, ticks);
+        }
         if let (Some(buckets), Some(shape)) = (hist, self.shared.config.poll_histogram.as_ref()) {
             buckets[shape.bucket_of(ns)].incr();
             p.metrics.poll_ns.add(ns);

@@ -1,0 +1,109 @@
+//! Tasks queued behind a long poll are shared with idle P's.
+//!
+//! A running P keeps the few tasks queued behind its poll from thieves
+//! when its mean poll time says it reaches them soon (docs/architecture.md,
+//! "Stealing"). A poll that runs long breaks that promise: the P then
+//! offers its queue (at the poll's end, or sysmon's round while it lasts).
+//! Retake (which would hand the whole P on after 10 ms) is off here, so
+//! only that offer can help.
+
+mod common;
+use common::HANG;
+use numa_rt_executor::{spawn, Builder, Runtime};
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn rt() -> Runtime {
+    Builder::new()
+        .max_procs(2)
+        .retake_threshold(None)
+        .stall_threshold(None)
+        .build()
+        .expect("runtime builds")
+}
+
+/// Spins until `n` tasks have started, or the bound: whether they did.
+fn wait_started(started: &AtomicUsize, n: usize) -> bool {
+    let t = Instant::now();
+    while started.load(SeqCst) < n {
+        if t.elapsed() > HANG {
+            return false;
+        }
+        std::hint::spin_loop();
+    }
+    true
+}
+
+#[test]
+fn a_task_queued_behind_a_poll_that_waits_for_it_still_runs() {
+    let rt = rt();
+    for round in 0..20 {
+        let ok = rt.block_on(rt.spawn(async {
+            // Two tasks on this P (one in runnext, one in the ring), each
+            // of which spins in its poll until the other has started: they
+            // must run on two P's at once.
+            let started = Arc::new(AtomicUsize::new(0));
+            let pair: Vec<_> = (0..2)
+                .map(|_| {
+                    let started = started.clone();
+                    spawn(async move {
+                        started.fetch_add(1, SeqCst);
+                        wait_started(&started, 2)
+                    })
+                })
+                .collect();
+            let mut ok = true;
+            for t in pair {
+                ok &= t.await.unwrap();
+            }
+            ok
+        }));
+        assert!(
+            ok.unwrap(),
+            "round {round}: a task queued behind a poll never ran on the idle P"
+        );
+    }
+}
+
+#[test]
+fn tasks_queued_behind_long_polls_spread() {
+    let mut elsewhere = 0;
+    for _ in 0..5 {
+        // A fresh runtime each time: its P's mean poll time is short, as
+        // in a server whose polls have been short until now.
+        let rt = rt();
+        elsewhere += rt
+            .block_on(rt.spawn(async {
+                // 16 tasks queued on this P, each one long poll (1 ms of
+                // work, not a wait): an idle P must take some of them.
+                let here = std::thread::current().id();
+                let away = Arc::new(AtomicUsize::new(0));
+                let tasks: Vec<_> = (0..16)
+                    .map(|_| {
+                        let away = away.clone();
+                        spawn(async move {
+                            if std::thread::current().id() != here {
+                                away.fetch_add(1, SeqCst);
+                            }
+                            let t = Instant::now();
+                            while t.elapsed() < Duration::from_millis(1) {
+                                std::hint::spin_loop();
+                            }
+                        })
+                    })
+                    .collect();
+                for t in tasks {
+                    t.await.unwrap();
+                }
+                away.load(SeqCst)
+            }))
+            .unwrap();
+    }
+    // Half of the 80 when shared evenly; before the offer, thieves looked
+    // while the P's mean poll time was short, left the queue to it and
+    // slept through its long polls. Not half: on two busy CPUs the idle
+    // P's thread may wait for a CPU.
+    eprintln!("ran elsewhere: {elsewhere} of 80");
+    assert!(elsewhere >= 16, "{elsewhere} of 80 tasks ran on another P");
+}
