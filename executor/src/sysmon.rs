@@ -580,7 +580,10 @@ fn wants_offer(shared: &Shared, p: &crate::scheduler::processor::Processor) -> b
 /// and need no such step.
 fn offer_queue(shared: &Shared, i: usize, polls: u64) {
     let p = &shared.procs[i];
-    p.mark_long_poll(polls);
+    if !p.mark_long_poll(polls) {
+        // A member of a batch kept on this P: its queue stays.
+        return;
+    }
     if p.steal_look() == crate::scheduler::processor::Look::Stealable {
         shared.wake_idle_p(p.node);
     }

@@ -81,7 +81,8 @@ pub(crate) struct Processor {
     pub(crate) current_task: AtomicU64,
     /// When the poll in progress (or the last one) began, a
     /// `poll_clock::stamp` (0: never, or the clock is off; `LONG_POLL`:
-    /// sysmon saw it run past the keep window). A thief counts the time it
+    /// sysmon saw it run past the keep window; `KEPT_BATCH`: a member of a
+    /// batch kept here, whose age does not count). A thief counts the time it
     /// has run against the keep window (`keep_for_owner`).
     /// Relaxed: a hint; a thief that pairs a new poll's `in_task` with the
     /// last poll's stamp steals one look too early.
@@ -244,6 +245,11 @@ pub(crate) const STEAL_BACKLOG_NS: u64 = 20_000;
 /// `Processor::poll_start` of a poll sysmon saw run past the keep window.
 const LONG_POLL: u64 = u64::MAX;
 
+/// `Processor::poll_start` of a poll of a task whose batch is held (or
+/// measured) kept on this P (`hub_mode`): its age does not count, and
+/// sysmon does not offer the queue behind it.
+pub(crate) const KEPT_BATCH: u64 = u64::MAX - 1;
+
 /// The floor of the per-task estimate in [`Processor::keep_for_owner`]:
 /// a fresh P's mean poll time is 0, and a queue of tiny tasks still costs
 /// its dispatch.
@@ -292,6 +298,7 @@ impl Processor {
         let ran = if self.in_task.load(Relaxed) {
             match self.poll_start.load(Relaxed) {
                 LONG_POLL => u64::MAX,
+                KEPT_BATCH => 0,
                 start => poll_clock::ns_since(start),
             }
         } else {
@@ -306,11 +313,17 @@ impl Processor {
     /// the mark may have landed on its next poll: that one's age is then
     /// unknown (0), as where the clock is off. Relaxed, like the stamp: a
     /// hint, at worst one look early or late.
-    pub(crate) fn mark_long_poll(&self, polls: u64) {
+    /// False, marking nothing, if the poll is a kept batch member's
+    /// (`KEPT_BATCH`).
+    pub(crate) fn mark_long_poll(&self, polls: u64) -> bool {
+        if self.poll_start.load(Relaxed) == KEPT_BATCH {
+            return false;
+        }
         self.poll_start.store(LONG_POLL, Relaxed);
         if self.metrics.polls.get() != polls {
             self.poll_start.store(0, Relaxed);
         }
+        true
     }
 
     /// What a thief may take from this P now: a ring worth stealing, or an
