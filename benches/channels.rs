@@ -613,7 +613,7 @@ impl Counters for NumaRt {
             ("unparks", sum(|p| p.unparks)),
             ("spurious_wakeups", sum(|p| p.spurious_wakeups)),
             ("forced_yields", sum(|p| p.budget_forced_yields)),
-            ("long_polls", sum(|p| p.long_polls)),
+            ("long_poll_offers", sum(|p| p.long_poll_offers)),
             ("batch_queued", sum(|p| p.batch_queued)),
             ("batch_polls", sum(|p| p.batch_polls)),
             ("batch_splits", sum(|p| p.batch_splits)),

@@ -114,8 +114,6 @@ pub(crate) struct ProcCounters {
     pub(crate) handbacks: Counter,
     /// Polls that returned `Pending` because the cooperative budget ran out.
     pub(crate) forced_yields: Counter,
-    /// Polls longer than the keep window (`poll_clock`).
-    pub(crate) long_polls: Counter,
     /// One counter per bucket when the poll-time histogram is on.
     pub(crate) poll_histogram: Option<Box<[Counter]>>,
     /// Nanoseconds inside task polls, summed only while the histogram is on
@@ -128,6 +126,9 @@ pub(crate) struct ProcCounters {
     pub(crate) unparks: Counter,
     /// Written by the monitor thread (`incr_shared`).
     pub(crate) retakes: Counter,
+    /// Times sysmon offered the P's queue (`sysmon::offer_queue`); written
+    /// by the monitor thread (`incr_shared`).
+    pub(crate) long_poll_offers: Counter,
 }
 
 const _: () = {
@@ -181,18 +182,7 @@ impl ProcCounters {
         if polls == 0 {
             return;
         }
-        self.fold_poll_time(busy_ns as f64 / polls as f64, polls);
-    }
-
-    /// A poll that ran `ns` and was long (`poll_clock`): into the mean now,
-    /// not at the next flush, which may be `event_interval` long polls away.
-    /// (The flush counts it again, with the rest of its batch.)
-    pub(crate) fn record_long_poll(&self, ns: u64) {
-        self.long_polls.incr();
-        self.fold_poll_time(ns as f64, 1);
-    }
-
-    fn fold_poll_time(&self, mean: f64, polls: u32) {
+        let mean = busy_ns as f64 / polls as f64;
         let old = self.poll_time_ewma_ns.get();
         let new = if old == 0 {
             mean

@@ -138,11 +138,10 @@ pub struct ProcMetrics {
     /// Polls that returned `Pending` because the task spent its cooperative
     /// budget (128 operations), not because it had to wait.
     pub budget_forced_yields: u64,
-    /// Polls that ran longer than the keep window (20 µs) on a machine
-    /// whose clock is cheap to read per poll (a trusted TSC); after each
-    /// the P offers its queued tasks to an idle P at once (see
-    /// docs/architecture.md, "Stealing"). Always 0 where that clock is off.
-    pub long_polls: u64,
+    /// Times sysmon found this P running polls longer than the keep window
+    /// (20 µs) while tasks waited in its run queue and a P was idle, and
+    /// offered them to the idle P (see docs/architecture.md, "Stealing").
+    pub long_poll_offers: u64,
     /// Polls per bucket of the poll-time histogram (empty unless
     /// [`Builder::poll_time_histogram`](crate::Builder::poll_time_histogram)
     /// turned it on); [`RuntimeMetrics::poll_time_histogram_bucket_range`]
@@ -192,8 +191,8 @@ pub struct NodeMetrics {
     pub mean_poll_time: Duration,
     /// Budget-forced yields on the node's P's.
     pub budget_forced_yields: u64,
-    /// Long polls on the node's P's (see [`ProcMetrics::long_polls`]).
-    pub long_polls: u64,
+    /// Queue offers on the node's P's (see [`ProcMetrics::long_poll_offers`]).
+    pub long_poll_offers: u64,
     /// The node's P's poll-time histograms, summed bucket by bucket.
     pub poll_time_histogram: Vec<u64>,
     /// The summed time of the polls in the node's histograms.
@@ -356,7 +355,7 @@ impl RuntimeMetrics {
             busy_duration: Duration::from_nanos(m.busy_ns.get()),
             mean_poll_time: Duration::from_nanos(m.poll_time_ewma_ns.get()),
             budget_forced_yields: m.forced_yields.get(),
-            long_polls: m.long_polls.get(),
+            long_poll_offers: m.long_poll_offers.get(),
             poll_time_histogram: m
                 .poll_histogram
                 .as_deref()
@@ -404,7 +403,7 @@ impl RuntimeMetrics {
                 }
             },
             budget_forced_yields: procs.iter().map(|p| p.budget_forced_yields).sum(),
-            long_polls: procs.iter().map(|p| p.long_polls).sum(),
+            long_poll_offers: procs.iter().map(|p| p.long_poll_offers).sum(),
             poll_time_histogram: procs.iter().fold(Vec::new(), |mut acc, p| {
                 acc.resize(p.poll_time_histogram.len().max(acc.len()), 0);
                 for (a, b) in acc.iter_mut().zip(&p.poll_time_histogram) {

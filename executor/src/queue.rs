@@ -383,6 +383,12 @@ impl<T: RawTask> Steal<T> {
         self.inner.len()
     }
 
+    /// Whether the ring (not counting `runnext`) looks empty (a racy
+    /// snapshot).
+    pub(crate) fn ring_is_empty(&self) -> bool {
+        self.inner.len() == 0
+    }
+
     /// Whether `runnext` holds a task (a racy snapshot, for diagnostics).
     pub(crate) fn has_runnext(&self) -> bool {
         // Relaxed: a snapshot printed by the schedtrace; it orders nothing.

@@ -59,10 +59,11 @@
 //!   `block_in_place` would; the protocol that lets the monitor take the
 //!   core from under a running M is in `scheduler::seat`.
 //! - **offers queues kept behind long polls**, whatever else is configured:
-//!   a P found in one poll for longer than the keep window (20 µs) while
-//!   tasks wait in its ring and a P is idle has its poll marked long for
+//!   a P whose polls since the last round ran longer than the keep window
+//!   (20 µs) on average, or that is still in the same poll, while tasks
+//!   wait in its ring and a P is idle, has its poll marked long for
 //!   thieves and an idle P woken (`offer_queue`); while such a P keeps
-//!   tasks queued, the next round comes within 1 ms. Thieves leave a
+//!   tasks queued, the next round comes within 250 µs. Thieves leave a
 //!   running P's short queue to it on the promise that it reaches the
 //!   tasks soon; a poll that does not end breaks it
 //!   (docs/architecture.md, "Stealing").
@@ -131,6 +132,9 @@ struct State {
     /// `membarrier` failed at a retake although it was registered: retake
     /// stays off.
     retake_failed: bool,
+    /// Per P: its poll count, busy time (ns) and the time at the last
+    /// round, for the queue offer (`offer_queue`).
+    rates: Vec<Option<(u64, u64, Instant)>>,
 }
 
 #[derive(Clone, Copy)]
@@ -144,9 +148,6 @@ struct Stall {
     /// The fallback's: past the stall threshold, when the M thread's CPU
     /// time was first read, and its value (see [`judge_stall`]).
     probe: Option<(Instant, Duration)>,
-    /// The P's queue was offered to idle P's during this poll
-    /// ([`offer_queue`]).
-    offered: bool,
 }
 
 /// [`Stall::base`].
@@ -475,6 +476,8 @@ fn check_stalls(
     let mut due: Option<Duration> = None;
     let mut soon = |d: Duration| due = Some(due.map_or(d, |x| x.min(d)));
     st.stalls.resize(shared.procs.len(), None);
+    st.rates.resize(shared.procs.len(), None);
+    let now_ns = crate::task::epoch_ns(now);
     st.schedstats.resize_with(shared.procs.len(), || None);
     for (i, p) in shared.procs.iter().enumerate() {
         // Relaxed: both are hints read between rounds (see module docs);
@@ -482,6 +485,16 @@ fn check_stalls(
         // the poll counter again under its protocol (`seat`).
         let in_task = p.in_task.load(Relaxed);
         let polls = p.metrics.polls.get();
+        let busy = p.metrics.busy_now(now_ns);
+        let last = st.rates[i].replace((polls, busy, now));
+        if in_task && wants_offer(shared, p) {
+            match last.and_then(|l| long_polls(l, (polls, busy, now))) {
+                Some(true) if p.long_mark.load(Relaxed) != polls => offer_queue(shared, i, polls),
+                Some(_) => {}
+                // Not seen long enough yet: look again soon.
+                None => soon(OFFER_ROUND),
+            }
+        }
         let slot = &mut st.stalls[i];
         match slot {
             Some(s) if in_task && s.polls == polls => {
@@ -494,14 +507,6 @@ fn check_stalls(
                     };
                 }
                 let ran = now.saturating_duration_since(s.since);
-                if !s.offered && wants_offer(shared, p) {
-                    if ran >= KEEP_WINDOW {
-                        s.offered = true;
-                        offer_queue(shared, i, polls);
-                    } else {
-                        soon(OFFER_ROUND);
-                    }
-                }
                 if let Some(threshold) = cfg.stall_threshold {
                     if !s.reported && ran >= threshold {
                         match judge_stall(shared, i, s, &mut st.schedstats, threshold, now) {
@@ -542,11 +547,7 @@ fn check_stalls(
                         BaseRead::Unavailable
                     },
                     probe: None,
-                    offered: false,
                 });
-                if wants_offer(shared, p) {
-                    soon(OFFER_ROUND);
-                }
             }
             _ => *slot = None,
         }
@@ -554,36 +555,60 @@ fn check_stalls(
     due
 }
 
-/// How long a poll runs before sysmon offers the tasks queued behind it
-/// (the keep window of `Processor::keep_for_owner`).
+/// The keep window of `Processor::keep_for_owner`: polls longer than this
+/// on average break its promise that queued tasks run soon.
 const KEEP_WINDOW: Duration = Duration::from_nanos(crate::scheduler::processor::STEAL_BACKLOG_NS);
 
 /// How soon the next round comes while a P in a poll keeps queued tasks
-/// from idle P's: the longest a poll that never ends (a task that spins
-/// on what its queued peers must do) holds them. A monitor round costs a
-/// few µs of one thread: 1 ms keeps that under 1% while it lasts.
-const OFFER_ROUND: Duration = Duration::from_millis(1);
+/// from an idle P: about how long tasks queued behind long polls wait
+/// before they are offered. A round costs a few µs of the monitor
+/// thread: ~2% of one CPU while the state lasts (it lasts while P's idle
+/// beside a queue, and not at all at full load or with empty queues).
+const OFFER_ROUND: Duration = Duration::from_micros(250);
 
-/// Whether P `p` (in a poll) keeps queued tasks from a P that is idle.
+/// Whether P `p`, in a poll, keeps queued tasks from an idle P: tasks in
+/// its ring (a task alone in `runnext` is taken by a thief's last pass
+/// after Go's grace, and ping-pong pairs keep one there nearly always),
+/// a P idle, and the running task not a member of a batch held (or
+/// measured) kept on this P: those polls are long by nature (a consumer
+/// draining 128 values, its producers filling them: ~25 µs each on 16
+/// cores), the batch was measured to run best here, and offering its
+/// queue made the 64-producer fan-in spread (8.7× slower at 16 workers).
 fn wants_offer(shared: &Shared, p: &crate::scheduler::processor::Processor) -> bool {
-    !p.steal.is_empty() && shared.idle.npidle() != 0
+    !p.steal.ring_is_empty() && shared.idle.npidle() != 0 && {
+        let bits = p.running_bits.load(Relaxed);
+        bits == 0 || !shared.hub_modes.keeps(bits)
+    }
 }
 
-/// A P has been in poll number `polls` for longer than the keep window
-/// while its queue waited: its thieves looked when the poll was young (or
-/// the P's mean poll time short) and left the queue to it, and went to
-/// sleep. Marks the poll as long for them (`Processor::mark_long_poll`)
-/// and wakes an idle P, which now takes the tasks. Where the TSC is
-/// trusted, the P marks its own long polls when they end
-/// (`Worker::after_long_poll`); this catches a poll that does not end
-/// soon, and machines without the TSC. Go and tokio steal any queue
-/// and need no such step.
+/// Whether a P's polls between two rounds (`(polls, busy ns, when)` each)
+/// ran longer than the keep window on average: its busy time per poll, or,
+/// still in the same poll, the time since. `None`: too soon to say.
+fn long_polls(last: (u64, u64, Instant), now: (u64, u64, Instant)) -> Option<bool> {
+    let waited = now.2.saturating_duration_since(last.2);
+    if waited < KEEP_WINDOW {
+        return None;
+    }
+    let window = KEEP_WINDOW.as_nanos() as u64;
+    Some(match now.0.wrapping_sub(last.0) {
+        0 => true,
+        polls => now.1.saturating_sub(last.1) / polls >= window,
+    })
+}
+
+/// A P runs polls longer than the keep window while tasks wait in its
+/// ring and a P is idle: its thieves looked while its mean poll time
+/// (folded every `event_interval` polls) was short, left the queue to
+/// it and went to sleep. Marks the poll in progress (number `polls`) for
+/// thieves (`Processor::mark_long_poll`) and wakes an idle P, which now
+/// takes half the ring. Go and tokio steal any queue and need no such
+/// step; it is what keeping a short queue for its owner costs to do
+/// safely. No clock is read per poll: a TSC stamp at each poll's start and
+/// end cost ping_pong 10-25% at 16 workers on the 16-core machine.
 fn offer_queue(shared: &Shared, i: usize, polls: u64) {
     let p = &shared.procs[i];
-    if !p.mark_long_poll(polls) {
-        // A member of a batch kept on this P: its queue stays.
-        return;
-    }
+    p.mark_long_poll(polls);
+    p.metrics.long_poll_offers.incr_shared();
     if p.steal_look() == crate::scheduler::processor::Look::Stealable {
         shared.wake_idle_p(p.node);
     }

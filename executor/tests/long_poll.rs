@@ -67,7 +67,7 @@ fn a_task_queued_behind_a_poll_that_waits_for_it_still_runs() {
 }
 
 #[test]
-fn tasks_queued_behind_long_polls_spread() {
+fn tasks_queued_behind_long_poll_offers_spread() {
     let mut elsewhere = 0;
     for _ in 0..5 {
         // A fresh runtime each time: its P's mean poll time is short, as

@@ -36,7 +36,6 @@ pub(crate) mod inject;
 pub(crate) mod lifecycle;
 pub(crate) mod local;
 pub(crate) mod machine;
-pub(crate) mod poll_clock;
 pub(crate) mod processor;
 pub(crate) mod seat;
 pub(crate) mod thread_life;
@@ -206,7 +205,6 @@ impl Shared {
         start_node: usize,
         sysmon: impl FnOnce(std::sync::Weak<Shared>) -> Arc<dyn numa_rt_reactor::SysmonHook>,
     ) -> std::io::Result<Arc<Shared>> {
-        poll_clock::init(processor::STEAL_BACKLOG_NS);
         // Retake needs membarrier (see `seat`); without it, it is off and
         // the reason is told once per process, never a failure.
         let mut retake_unavailable = None;

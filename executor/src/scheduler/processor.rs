@@ -9,7 +9,6 @@
 
 use super::inject::Inject;
 use super::machine::Machine;
-use super::poll_clock;
 use crate::counters::{NewLine, ProcCounters};
 use crate::queue;
 use crate::task::Runnable;
@@ -66,6 +65,12 @@ pub(crate) struct Processor {
     /// thieves and the park re-check. Relaxed: a hint; a stale value delays
     /// a split by one look, and the tasks are the owner's to run anyway.
     pub(crate) bq_len: AtomicU32,
+    /// The number of a poll sysmon found running long while tasks waited
+    /// in the ring and a P idled (`mark_long_poll`; 0: none): while the
+    /// P's poll counter still reads it, thieves keep nothing from it.
+    /// Relaxed: a hint; the mark expires by itself when the next poll
+    /// begins.
+    pub(crate) long_mark: AtomicU64,
     _owner: NewLine,
     /// True while the P's M is inside a task's poll. A node all of whose P's
     /// are in a task has nobody about to look at its queue, and only then
@@ -79,14 +84,10 @@ pub(crate) struct Processor {
     /// The id of the task in (or last in) a poll on this P: sysmon's stall
     /// report and the schedtrace read it. Relaxed: a diagnostic.
     pub(crate) current_task: AtomicU64,
-    /// When the poll in progress (or the last one) began, a
-    /// `poll_clock::stamp` (0: never, or the clock is off; `LONG_POLL`:
-    /// sysmon saw it run past the keep window; `KEPT_BATCH`: a member of a
-    /// batch kept here, whose age does not count). A thief counts the time it
-    /// has run against the keep window (`keep_for_owner`).
-    /// Relaxed: a hint; a thief that pairs a new poll's `in_task` with the
-    /// last poll's stamp steals one look too early.
-    pub(crate) poll_start: AtomicU64,
+    /// The batch of the task in a poll (`TaskMeta::batch_bits`; 0: none),
+    /// for sysmon's offer (`sysmon::offer_queue`), which leaves a batch
+    /// held kept here alone. Relaxed: a hint read between rounds.
+    pub(crate) running_bits: AtomicU32,
     /// The M that holds (or last held) this P: where sysmon's retake finds
     /// the core of a P stuck in a poll (in that M's seat). Set once per
     /// `run_core`; it may name an M that has just given the P away, which
@@ -238,17 +239,9 @@ impl Core {
 /// are still shared). tokio and Go steal half of any non-empty queue.
 /// Measured on 2 CPUs at 16 P's and 4 connections: stolen polls per request
 /// 0.23-0.24 -> 0.15 (50 µs: 0.12); see docs/architecture.md, "Stealing".
-/// A poll in progress counts against it: one that has run this long already
-/// keeps nothing (`poll_clock`).
+/// sysmon offers the queue of a P whose polls run longer than this
+/// (`sysmon::offer_queue`).
 pub(crate) const STEAL_BACKLOG_NS: u64 = 20_000;
-
-/// `Processor::poll_start` of a poll sysmon saw run past the keep window.
-const LONG_POLL: u64 = u64::MAX;
-
-/// `Processor::poll_start` of a poll of a task whose batch is held (or
-/// measured) kept on this P (`hub_mode`): its age does not count, and
-/// sysmon does not offer the queue behind it.
-pub(crate) const KEPT_BATCH: u64 = u64::MAX - 1;
 
 /// The floor of the per-task estimate in [`Processor::keep_for_owner`]:
 /// a fresh P's mean poll time is 0, and a queue of tiny tasks still costs
@@ -270,14 +263,11 @@ impl Processor {
     /// steal loop and the park re-check (`Shared::any_work`) both use it, so
     /// a spinner that leaves a short queue alone also sleeps.
     ///
-    /// A poll that runs long makes the mean a poor guess: the time the poll
-    /// in progress has run counts against the window (`poll_start`), and
-    /// a poll that ended long is folded into the mean at once and wakes an
-    /// idle P if the ring is then worth stealing (`poll_clock`). Where the
-    /// clock is off (no trusted TSC), a P that usually runs short polls and
-    /// then runs long ones keeps the tasks queued behind them until the
-    /// next batch flush (or sysmon's retake hands the P on, 10 ms by
-    /// default).
+    /// Polls that run long make the mean, folded at batch flushes, a poor
+    /// guess for `event_interval` polls: sysmon, which sees each P's polls
+    /// and busy time between its rounds, marks a P running long polls
+    /// while its ring waits and a P idles (`long_mark`), and a marked P
+    /// keeps nothing for the rest of that poll (`sysmon::offer_queue`).
     /// Relaxed loads: a hint; a stale answer steals one round later or one
     /// task more, and the queue's own atomics order the steal itself.
     #[inline]
@@ -293,37 +283,19 @@ impl Processor {
             .poll_time_ewma_ns
             .get()
             .max(MIN_POLL_ESTIMATE_NS);
-        // The poll in progress has already used part of the window: the
-        // mean says nothing of a poll that is running long right now.
-        let ran = if self.in_task.load(Relaxed) {
-            match self.poll_start.load(Relaxed) {
-                LONG_POLL => u64::MAX,
-                KEPT_BATCH => 0,
-                start => poll_clock::ns_since(start),
-            }
-        } else {
-            0
-        };
-        (STEAL_BACKLOG_NS.saturating_sub(ran) / per).min(u64::from(u32::MAX)) as u32
+        // sysmon saw this P's polls run long: the mean says nothing of
+        // them yet. (The poll counter is read only when a mark exists.)
+        let mark = self.long_mark.load(Relaxed);
+        if mark != 0 && mark == self.metrics.polls.get() {
+            return 0;
+        }
+        (STEAL_BACKLOG_NS / per).min(u64::from(u32::MAX)) as u32
     }
 
-    /// sysmon saw poll number `polls` run past the keep window
-    /// (`sysmon::offer_queue`): thieves keep nothing from this P until its
-    /// next poll stamps its own start. If the owner has moved on meanwhile,
-    /// the mark may have landed on its next poll: that one's age is then
-    /// unknown (0), as where the clock is off. Relaxed, like the stamp: a
-    /// hint, at worst one look early or late.
-    /// False, marking nothing, if the poll is a kept batch member's
-    /// (`KEPT_BATCH`).
-    pub(crate) fn mark_long_poll(&self, polls: u64) -> bool {
-        if self.poll_start.load(Relaxed) == KEPT_BATCH {
-            return false;
-        }
-        self.poll_start.store(LONG_POLL, Relaxed);
-        if self.metrics.polls.get() != polls {
-            self.poll_start.store(0, Relaxed);
-        }
-        true
+    /// sysmon saw this P's polls run long (`sysmon::offer_queue`): thieves
+    /// keep nothing from it until poll number `polls` ends.
+    pub(crate) fn mark_long_poll(&self, polls: u64) {
+        self.long_mark.store(polls, Relaxed);
     }
 
     /// What a thief may take from this P now: a ring worth stealing, or an
@@ -369,10 +341,11 @@ impl Processor {
             retired: AtomicBool::new(false),
             metrics: ProcCounters::new(histogram),
             bq_len: AtomicU32::new(0),
+            long_mark: AtomicU64::new(0),
             split: AtomicBool::new(false),
             shared_out: AtomicBool::new(false),
             current_task: AtomicU64::new(0),
-            poll_start: AtomicU64::new(0),
+            running_bits: AtomicU32::new(0),
             holder: Mutex::new(None),
             core_slot: Mutex::new(None),
             asker: Mutex::new(None),

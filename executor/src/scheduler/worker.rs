@@ -20,9 +20,7 @@
 //! queue is `context.rs`.
 
 use super::machine::Machine;
-use super::poll_clock;
 use super::processor::Core;
-use super::processor::{self, Processor};
 use super::{BoxCore, Shared};
 use crate::task::Runnable;
 use numa_rt_reactor::coop;
@@ -156,22 +154,6 @@ impl Worker {
         lent
     }
 
-    /// After a poll longer than the keep window (`poll_clock`): the P's
-    /// mean poll time takes it in now, so thieves stop leaving its queue
-    /// to it, and an idle P is woken if the ring is now worth stealing.
-    /// Those idle P's looked while the mean was short and went to sleep
-    /// leaving the queue to this M; nobody else would wake them (64
-    /// producers computing 500 µs per poll ran one after another on one
-    /// of 16 P's). Go and tokio steal any queue, so need no such step.
-    #[cold]
-    #[inline(never)]
-    fn after_long_poll(&self, core: &Core, p: &Processor, ticks: u64) {
-        p.metrics.record_long_poll(poll_clock::ticks_to_ns(ticks));
-        if core.queue.len() > p.keep_for_owner() as usize {
-            self.shared.wake_idle_p_hint(core.node);
-        }
-    }
-
     fn run_task(&self, mut core: BoxCore, task: Runnable) -> Option<BoxCore> {
         if core.spinning {
             // Go's resetspinning: the last spinner to find work wakes another,
@@ -210,17 +192,8 @@ impl Worker {
         core.running_meta = std::ptr::from_ref(meta) as usize;
         core.poll_wakes = 0;
         core.last_wakees = [0; 2];
-        // When the poll began, for thieves (`keep_for_owner`) and for the
-        // long-poll check below: a TSC read and a store (`poll_clock`). A
-        // member of a batch held kept (or measured kept) on this P is
-        // exempt: its polls are long by nature (a consumer draining 128
-        // values, a producer filling them: ~25 us on 16 cores), the batch
-        // was measured to run best here, and offering its P's queue made
-        // the 64-producer fan-in spread (8.7x slower at 16 workers).
-        let started = poll_clock::stamp();
-        let kept = bits != 0 && self.shared.hub_modes.keeps(bits);
-        p.poll_start
-            .store(if kept { processor::KEPT_BATCH } else { started }, Relaxed);
+        // The running batch, for sysmon's offer (one store).
+        p.running_bits.store(bits, Relaxed);
         p.in_task.store(true, Relaxed);
         // SAFETY: this thread is the M owning the seat.
         unsafe { self.machine.seat.enter_poll(core) };
@@ -241,10 +214,6 @@ impl Worker {
             return None;
         };
         p.in_task.store(false, Relaxed);
-        let ticks = poll_clock::stamp().wrapping_sub(started);
-        if poll_clock::is_long(ticks) && !kept {
-            self.after_long_poll(&core, p, ticks);
-        }
         if let (Some(buckets), Some(shape)) = (hist, self.shared.config.poll_histogram.as_ref()) {
             buckets[shape.bucket_of(ns)].incr();
             p.metrics.poll_ns.add(ns);
