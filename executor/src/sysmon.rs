@@ -59,8 +59,8 @@
 //!   `block_in_place` would; the protocol that lets the monitor take the
 //!   core from under a running M is in `scheduler::seat`.
 //! - **offers queues kept behind long polls**, whatever else is configured:
-//!   a P whose polls since the last round ran longer than the keep window
-//!   (20 µs) on average, or that is still in the same poll, while tasks
+//!   a P whose polls since the last round ran longer than 100 µs on
+//!   average, or that is still in the same poll 100 µs on, while tasks
 //!   wait in its ring and a P is idle, has its poll marked long for
 //!   thieves and an idle P woken (`offer_queue`); while such a P keeps
 //!   tasks queued, the next round comes within 250 µs. Thieves leave a
@@ -555,9 +555,15 @@ fn check_stalls(
     due
 }
 
-/// The keep window of `Processor::keep_for_owner`: polls longer than this
-/// on average break its promise that queued tasks run soon.
-const KEEP_WINDOW: Duration = Duration::from_nanos(crate::scheduler::processor::STEAL_BACKLOG_NS);
+/// Polls this long on average get a P's queue offered: five times the keep
+/// window of `Processor::keep_for_owner` (20 µs). Between the two, the P's
+/// mean poll time catches up by itself within `event_interval` polls
+/// (61 × 25 µs: ~1.5 ms) and thieves then take the queue; beyond, that
+/// wait grows to many milliseconds (61 × 500 µs: 30 ms). At 20 µs, the
+/// ~25 µs polls of the 64-producer fan-in before its hub was measured
+/// were offered (17-30 offers per run) and it spread in 4 of 5 runs at 16
+/// workers (1,325 vs 249 ns per value).
+const OFFER_POLL: Duration = Duration::from_micros(100);
 
 /// How soon the next round comes while a P in a poll keeps queued tasks
 /// from an idle P: about how long tasks queued behind long polls wait
@@ -582,21 +588,21 @@ fn wants_offer(shared: &Shared, p: &crate::scheduler::processor::Processor) -> b
 }
 
 /// Whether a P's polls between two rounds (`(polls, busy ns, when)` each)
-/// ran longer than the keep window on average: its busy time per poll, or,
+/// ran longer than [`OFFER_POLL`] on average: its busy time per poll, or,
 /// still in the same poll, the time since. `None`: too soon to say.
 fn long_polls(last: (u64, u64, Instant), now: (u64, u64, Instant)) -> Option<bool> {
     let waited = now.2.saturating_duration_since(last.2);
-    if waited < KEEP_WINDOW {
+    if waited < OFFER_POLL {
         return None;
     }
-    let window = KEEP_WINDOW.as_nanos() as u64;
+    let window = OFFER_POLL.as_nanos() as u64;
     Some(match now.0.wrapping_sub(last.0) {
         0 => true,
         polls => now.1.saturating_sub(last.1) / polls >= window,
     })
 }
 
-/// A P runs polls longer than the keep window while tasks wait in its
+/// A P runs polls longer than [`OFFER_POLL`] on average while tasks wait in its
 /// ring and a P is idle: its thieves looked while its mean poll time
 /// (folded every `event_interval` polls) was short, left the queue to
 /// it and went to sleep. Marks the poll in progress (number `polls`) for
