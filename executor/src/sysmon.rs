@@ -1005,3 +1005,35 @@ pub(crate) fn dump(shared: &Shared) -> TaskDump {
     tasks.sort_by_key(|t| std::cmp::Reverse(t.since_last_poll));
     TaskDump { tasks }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn polls_are_long_by_their_mean_busy_time_or_by_not_ending() {
+        let t0 = Instant::now();
+        let at = |us: u64| t0 + Duration::from_micros(us);
+        // Too soon to say: under OFFER_POLL since the last round.
+        assert_eq!(long_polls((5, 0, at(0)), (5, 50_000, at(50))), None);
+        // Still in the same poll 100 µs on: long.
+        assert_eq!(long_polls((5, 0, at(0)), (5, 100_000, at(100))), Some(true));
+        // Four polls in 1 ms of busy time (250 µs each): long.
+        assert_eq!(
+            long_polls((5, 0, at(0)), (9, 1_000_000, at(1000))),
+            Some(true)
+        );
+        // Forty polls in 1 ms (25 µs each, the no-work fan-in's on 16
+        // cores): not long; the mean poll time catches up by itself.
+        assert_eq!(
+            long_polls((5, 0, at(0)), (45, 1_000_000, at(1000))),
+            Some(false)
+        );
+        // Busy 20 µs of 1 ms in one poll that began just now (the P
+        // idled in between): its mean is what counts, not the wall time.
+        assert_eq!(
+            long_polls((5, 0, at(0)), (6, 20_000, at(1000))),
+            Some(false)
+        );
+    }
+}
