@@ -62,8 +62,8 @@
 //!   a P whose polls since the last round ran longer than 100 µs on
 //!   average, or that is still in the same poll 100 µs on, while tasks
 //!   wait in its ring and a P is idle, has its poll marked long for
-//!   thieves and an idle P woken (`offer_queue`); while such a P keeps
-//!   tasks queued, the next round comes within 250 µs. Thieves leave a
+//!   thieves and an idle P woken (`offer_queue`); while such a P stays in
+//!   one poll with tasks queued, the next round comes within 250 µs. Thieves leave a
 //!   running P's short queue to it on the promise that it reaches the
 //!   tasks soon; a poll that does not end breaks it
 //!   (docs/architecture.md, "Stealing").
@@ -491,8 +491,12 @@ fn check_stalls(
             match last.and_then(|l| long_polls(l, (polls, busy, now))) {
                 Some(true) if p.long_mark.load(Relaxed) != polls => offer_queue(shared, i, polls),
                 Some(_) => {}
-                // Not seen long enough yet: look again soon.
-                None => soon(OFFER_ROUND),
+                // Too soon to say, and still in the poll the last round
+                // saw: look again soon. (Not for every P that keeps a
+                // ring beside an idle P: at 64 connections on 2 P's that
+                // made 1.25-1.35x the context switches per request.)
+                None if last.is_some_and(|l| l.0 == polls) => soon(OFFER_ROUND),
+                None => {}
             }
         }
         let slot = &mut st.stalls[i];
@@ -565,11 +569,12 @@ fn check_stalls(
 /// workers (1,325 vs 249 ns per value).
 const OFFER_POLL: Duration = Duration::from_micros(100);
 
-/// How soon the next round comes while a P in a poll keeps queued tasks
-/// from an idle P: about how long tasks queued behind long polls wait
-/// before they are offered. A round costs a few µs of the monitor
-/// thread: ~2% of one CPU while the state lasts (it lasts while P's idle
-/// beside a queue, and not at all at full load or with empty queues).
+/// How soon the next round comes while a P seen in one poll at the last
+/// round, shortly before, is still in it and keeps queued tasks from an
+/// idle P: about how long tasks queued behind a long poll wait before they
+/// are offered. A round costs a few µs of the monitor thread: ~2% of one
+/// CPU while the state lasts (a poll of over 250 µs with a queue behind it
+/// and a P idle).
 const OFFER_ROUND: Duration = Duration::from_micros(250);
 
 /// Whether P `p`, in a poll, keeps queued tasks from an idle P: tasks in
