@@ -620,6 +620,14 @@ impl Counters for NumaRt {
             ("batch_hub_polls", sum(|p| p.batch_hub_polls)),
             ("batch_keeps", sum(|p| p.batch_keeps)),
             ("batch_spreads", sum(|p| p.batch_spreads)),
+            (
+                "batch_last_work_per_wake_ns",
+                procs
+                    .iter()
+                    .map(|p| p.batch_last_work_per_wake.as_nanos() as u64)
+                    .max()
+                    .unwrap_or(0),
+            ),
             ("busy_us", sum(|p| p.busy_duration.as_micros() as u64)),
         ];
         // Each P's busy time (up to 16 P's): how evenly the work spread.

@@ -29,6 +29,11 @@ impl Counter {
         // locked instruction per poll.
         self.0.store(self.0.load(Relaxed).wrapping_add(n), Relaxed);
     }
+    /// Sets a gauge (single writer, as `add`).
+    #[inline]
+    pub(crate) fn set(&self, v: u64) {
+        self.0.store(v, Relaxed);
+    }
     /// For counters written by other threads than the P's M.
     #[inline]
     pub(crate) fn incr_shared(&self) {
@@ -110,6 +115,8 @@ pub(crate) struct ProcCounters {
     pub(crate) batch_keeps: Counter,
     /// Measurements a hub's poll on this P ended in "spread".
     pub(crate) batch_spreads: Counter,
+    /// The busy time per hub wake (ns) the last of them read (a gauge).
+    pub(crate) batch_last_work_ns: Counter,
     pub(crate) root_tasks_received: Counter,
     pub(crate) handbacks: Counter,
     /// Polls that returned `Pending` because the cooperative budget ran out.

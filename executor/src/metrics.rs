@@ -100,6 +100,10 @@ pub struct ProcMetrics {
     /// Times a hub's batch was measured and carried more work per wake
     /// than that: it is held spread, its members for any thief.
     pub batch_spreads: u64,
+    /// What the last of those measurements on this P read: the runtime's
+    /// busy time per wake of the hub (kept under 100 µs, spread above;
+    /// zero before the first).
+    pub batch_last_work_per_wake: Duration,
     /// Times this P's M, as its node's watcher, drained another P's poller
     /// (an I/O event or due timer of that P, run here instead).
     pub helps: u64,
@@ -345,6 +349,7 @@ impl RuntimeMetrics {
             batch_hub_polls: m.batch_hub_polls.get(),
             batch_keeps: m.batch_keeps.get(),
             batch_spreads: m.batch_spreads.get(),
+            batch_last_work_per_wake: Duration::from_nanos(m.batch_last_work_ns.get()),
             helps: driver.helps,
             watch_handoffs: driver.watch_handoffs,
             sources_moved_in: driver.sources_moved_in,

@@ -135,6 +135,9 @@ struct ModeSlot {
     /// The phase held before this measurement (`NO_HOLD`: none yet), so a
     /// decision that repeats holds twice as long.
     last_hold: AtomicU32,
+    /// The runtime's busy time per hub wake (ns) the last measurement read
+    /// (diagnostics: `ProcMetrics::batch_last_work_per_wake`).
+    last_work: AtomicU64,
 }
 
 const _: () = assert!(std::mem::offset_of!(ModeSlot, wakes) == 128);
@@ -230,6 +233,13 @@ impl HubModes {
     pub(crate) fn keeps(&self, bits: u32) -> bool {
         let s = self.slot(bits);
         s.bits.load(Relaxed) == bits && s.phase.load(Relaxed) & 1 == 1
+    }
+
+    /// The busy time per hub wake (ns) that batch `bits`'s last measurement
+    /// read, if it is followed (diagnostics).
+    pub(crate) fn last_work(&self, bits: u32) -> Option<u64> {
+        let s = self.slot(bits);
+        (s.bits.load(Relaxed) == bits).then(|| s.last_work.load(Relaxed))
     }
 
     /// The mode of batch `bits`, if it is followed (diagnostics).
@@ -333,6 +343,7 @@ fn advance<N: Fn() -> u32, F: Fn() -> u64>(
     // that keeps happening.
     let busy = (at.busy)().saturating_sub(s.busy0.load(Relaxed));
     // (`wakes` is at least 1: only polls that woke anyone are counted.)
+    s.last_work.store(busy / u64::from(wakes.max(1)), Relaxed);
     let keep = if elapsed > 2 * MEASURE_MS + 100 {
         if s.restarts.fetch_add(1, Relaxed) + 1 < MAX_RESTARTS {
             start(s, MEASURE_KEEP, now, at);
@@ -387,6 +398,7 @@ mod tests {
         // 4 ms busy, 200 wakes: 20 µs per wake.
         let d = m.note_wakes(bits, HUB, 200, &at(1_006, 13_000_000));
         assert_eq!(d, Decision::Keep);
+        assert_eq!(m.last_work(bits), Some(20_000));
         assert_eq!(m.mode(bits), Some(Mode::Keep));
         assert!(m.keeps(bits));
         // The hold runs 100 ms, then a new measurement, kept again: 200 ms.
@@ -416,6 +428,7 @@ mod tests {
         // 4 ms busy for 10 wakes: 400 µs of work per wake.
         let d = m.note_wakes(bits, HUB, 10, &at(6, 4_001_000));
         assert_eq!(d, Decision::Spread);
+        assert_eq!(m.last_work(bits), Some(400_000));
         assert!(!m.keeps(bits));
         assert_eq!(m.mode(bits), Some(Mode::Spread));
     }

@@ -610,9 +610,12 @@ impl Shared {
                 .note_wakes(bits, core.running_meta, core.poll_wakes, &self.hub_at());
         let m = &self.procs[core.index].metrics;
         match decided {
-            hub_mode::Decision::None => {}
+            hub_mode::Decision::None => return,
             hub_mode::Decision::Keep => m.batch_keeps.incr(),
             hub_mode::Decision::Spread => m.batch_spreads.incr(),
+        }
+        if let Some(ns) = self.hub_modes.last_work(bits) {
+            m.batch_last_work_ns.set(ns);
         }
     }
 
