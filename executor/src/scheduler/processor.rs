@@ -239,9 +239,10 @@ impl Core {
 /// are still shared). tokio and Go steal half of any non-empty queue.
 /// Measured on 2 CPUs at 16 P's and 4 connections: stolen polls per request
 /// 0.23-0.24 -> 0.15 (50 µs: 0.12); see docs/architecture.md, "Stealing".
-/// sysmon offers the queue of a P whose polls run longer than this
-/// (`sysmon::offer_queue`).
-pub(crate) const STEAL_BACKLOG_NS: u64 = 20_000;
+/// Polls that run far longer than this break the promise that kept tasks
+/// run soon: sysmon offers their P's queue (`sysmon::offer_queue`, from
+/// 100 µs per poll on average).
+const STEAL_BACKLOG_NS: u64 = 20_000;
 
 /// The floor of the per-task estimate in [`Processor::keep_for_owner`]:
 /// a fresh P's mean poll time is 0, and a queue of tiny tasks still costs
