@@ -12,7 +12,7 @@
 //! `poll_time_ewma_ns`. Only the optional poll-time histogram reads the
 //! clock around every poll.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 /// A counter with one writer at a time (the M holding the P).
 #[derive(Default)]
@@ -78,13 +78,13 @@ pub(crate) struct ProcCounters {
     /// never runs dry (tasks that keep yielding or waking each other) is
     /// work the P cannot finish soon, however short it looks. Relaxed: a
     /// hint, written by the P's M only when it changes.
-    pub(crate) unbroken_batch: std::sync::atomic::AtomicBool,
+    pub(crate) unbroken_batch: AtomicBool,
     /// When the open busy stretch began (ns since `task::epoch`, plus one;
     /// 0: none open), so another thread can add it to `busy_ns`
     /// (`busy_now`). Written once per stretch by the P's M; Relaxed: a
     /// reading that straddles a flush counts a stretch twice or not at all
     /// for an instant, which a hint may.
-    pub(crate) busy_open: std::sync::atomic::AtomicU64,
+    pub(crate) busy_open: AtomicU64,
     /// Nanoseconds the P's M spent running tasks and dispatching between
     /// them (not searching for work, not parked), flushed at each batch
     /// boundary.
@@ -159,21 +159,19 @@ impl ProcCounters {
     /// `busy_open`).
     #[inline]
     pub(crate) fn open_busy(&self, ns: u64) {
-        self.busy_open
-            .store(ns + 1, std::sync::atomic::Ordering::Relaxed);
+        self.busy_open.store(ns + 1, Relaxed);
     }
 
     /// Notes that the busy stretch ended (its time is in `busy_ns`).
     #[inline]
     pub(crate) fn close_busy(&self) {
-        self.busy_open
-            .store(0, std::sync::atomic::Ordering::Relaxed);
+        self.busy_open.store(0, Relaxed);
     }
 
     /// Busy time so far (ns) as of `now_ns` (since `task::epoch`): the
     /// flushed stretches and the open one.
     pub(crate) fn busy_now(&self, now_ns: u64) -> u64 {
-        let open = match self.busy_open.load(std::sync::atomic::Ordering::Relaxed) {
+        let open = match self.busy_open.load(Relaxed) {
             0 => 0,
             since => now_ns.saturating_sub(since - 1),
         };

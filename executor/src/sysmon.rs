@@ -462,8 +462,10 @@ impl numa_rt_reactor::SysmonHook for Sysmon {
 
 /// Finds the P's stuck inside one poll: reports them past the stall
 /// threshold, and past the retake threshold hands their core to another M
-/// if they have other work. Returns how soon the next round is wanted: a
-/// retake may be due, or a stall's judgement (`judge_stall`) waits on it.
+/// if they have other work. Before either, offers the queue of a P running
+/// long polls to an idle P (`offer_queue`). Returns how soon the next
+/// round is wanted: a retake may be due, a stall's judgement
+/// (`judge_stall`) waits on it, or a P stuck in one poll keeps a queue.
 /// `schedstat`: whether the kernel keeps it (`judge_stall`).
 fn check_stalls(
     shared: &Arc<Shared>,
