@@ -20,6 +20,12 @@
 #   WORKERS="1 2" FAMILIES="tokio" WORKLOADS="fan_in" RUNTIMES="numa_rt tokio" \
 #       bash benches/channels_per_message.sh
 #
+# ATOMICS=1 also records every instruction's address (--dump-instr=yes) and
+# reports, beside the instructions, the locked instructions per message
+# (`lock`-prefixed read-modify-writes, `xchg` with memory, `mfence`; see
+# benches/callgrind_atomics.py): what a message costs on a many-core Xeon
+# is as much these as its instruction count.
+#
 # Environment: WORKERS (default "1 2"), FAMILIES ("tokio async"), WORKLOADS
 # ("ping_pong pipeline fan_in req_resp"), RUNTIMES ("numa_rt tokio
 # async_executor"), SCALE (N as a fraction of the bench's default scale,
@@ -56,7 +62,8 @@ default_n() {
 run() {
     local f=$6
     CHANNELS_PROBE=0 CHANNELS_ONCE="$1,$2,$3,$4,$5" \
-        valgrind --tool=callgrind --callgrind-out-file="$f" "$BIN" >"$f.stdout" 2>"$f.log"
+        valgrind --tool=callgrind ${ATOMICS:+--dump-instr=yes} --callgrind-out-file="$f" \
+        "$BIN" >"$f.stdout" 2>"$f.log"
     local ir msgs
     ir=$(sed -n 's/^summary: *\([0-9]*\).*/\1/p; s/^totals: *\([0-9]*\).*/\1/p' "$f" | head -1)
     msgs=$(sed -n 's/.* messages=\([0-9]*\) .*/\1/p' "$f.stdout")
@@ -76,7 +83,14 @@ for w in $WORKERS; do
                 read -r ir_half m_half < <(run "$wl" "$fam" "$rt" "$w" "$half" "$base.half.out")
                 per=$(((ir_full - ir_half) / (m_full - m_half)))
                 echo "$wl $fam $rt workers=$w n=$n: Ir $ir_full - $ir_half over $((m_full - m_half)) messages = $per per message (file $base.out)"
-                line="$line $(printf "%'d" "$per") |"
+                if [ -n "${ATOMICS:-}" ]; then
+                    locked=$(python3 benches/callgrind_atomics.py "$base.out" "$base.half.out" \
+                        "$((m_full - m_half))" --top 0 2>/dev/null | sed -n '1s/ .*//p')
+                    echo "    locked instructions per message: $locked"
+                    line="$line $(printf "%'d" "$per") / $locked |"
+                else
+                    line="$line $(printf "%'d" "$per") |"
+                fi
             done
             ROWS+=("$line")
         done
@@ -86,7 +100,7 @@ echo
 header="| workload | channels | workers |"
 sep="|---|---|---|"
 for rt in $RUNTIMES; do header="$header $rt |"; sep="$sep---|"; done
-echo "Instructions per message (callgrind, whole process, Ir(N) - Ir(N/2) over the messages between):"
+echo "Instructions per message (callgrind, whole process, Ir(N) - Ir(N/2) over the messages between)${ATOMICS:+ / locked instructions per message}:"
 echo
 echo "$header"
 echo "$sep"
