@@ -17,6 +17,8 @@ the object's symbols (the most common difference of the two addresses).
 
 Usage:
     python3 benches/callgrind_atomics.py FULL.out HALF.out MESSAGES [--top N]
+    python3 benches/callgrind_atomics.py SERVER.out - REQUESTS   # no difference
+                                                                 # (benches/callgrind_per_request.sh)
 
 Prints the total per message, by object, and the functions with the most
 (each function's locked instructions, with the instruction text). Needs
@@ -135,7 +137,7 @@ def main():
     ap.add_argument("--top", type=int, default=15)
     a = ap.parse_args()
     full, fns = parse(a.full)
-    half, fns_half = parse(a.half)
+    half, fns_half = (collections.Counter(), {}) if a.half == "-" else parse(a.half)
     for ob, d in fns_half.items():
         for k, v in d.items():
             fns[ob].setdefault(k, v)
