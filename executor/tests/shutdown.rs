@@ -41,6 +41,66 @@ fn drop_runtime_drops_every_pending_future() {
     assert_eq!(drops.load(Ordering::SeqCst), N + 100);
 }
 
+/// Wakers that outlive their runtime (kept by another thread, as a channel
+/// of another runtime would keep them): waking them afterwards finds the
+/// runtime gone and does nothing; and while the runtime lives, a wake from
+/// a thread that is none of its M's (the schedule function then finds the
+/// runtime through the task's registry) still runs the task.
+#[test]
+fn wakes_from_other_threads_run_the_task_and_are_harmless_after_shutdown() {
+    use std::future::poll_fn;
+    use std::sync::Mutex;
+    use std::task::{Poll, Waker};
+    let rt = rt(2);
+    let wakers: Arc<Mutex<Vec<Waker>>> = Arc::default();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let drops = Arc::new(AtomicUsize::new(0));
+    const N: usize = 64;
+    for _ in 0..N {
+        let (wakers, tx, d) = (wakers.clone(), tx.clone(), drops.clone());
+        drop(rt.spawn(async move {
+            let _count = DropCount(d);
+            let mut polls = 0;
+            poll_fn(|cx| {
+                polls += 1;
+                wakers.lock().unwrap().push(cx.waker().clone());
+                tx.send(polls).unwrap();
+                Poll::<()>::Pending
+            })
+            .await
+        }));
+    }
+    for _ in 0..N {
+        assert_eq!(rx.recv_timeout(HANG).unwrap(), 1);
+    }
+    // Woken from this thread (no M of the runtime): every task runs again.
+    let first: Vec<Waker> = std::mem::take(&mut *wakers.lock().unwrap());
+    for w in &first {
+        w.wake_by_ref();
+    }
+    for _ in 0..N {
+        assert_eq!(rx.recv_timeout(HANG).unwrap(), 2);
+    }
+    drop(rt);
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        N,
+        "shutdown dropped every future"
+    );
+    // The runtime is gone: waking by reference and by value does nothing.
+    for w in &first {
+        w.wake_by_ref();
+    }
+    for w in std::mem::take(&mut *wakers.lock().unwrap()) {
+        w.wake();
+    }
+    assert!(
+        rx.try_recv().is_err(),
+        "a task ran after its runtime was dropped"
+    );
+    assert_eq!(drops.load(Ordering::SeqCst), N);
+}
+
 #[test]
 fn pinned_tasks_are_dropped_on_their_thread() {
     let drops = Arc::new(AtomicUsize::new(0));

@@ -7,6 +7,7 @@ use super::local::LocalQueue;
 use super::processor::Core;
 use super::worker::Worker;
 use super::{BoxCore, Shared};
+use crate::task::registry::Registry;
 use crate::task::Runnable;
 use std::cell::{Cell, RefCell};
 use std::ptr;
@@ -81,6 +82,24 @@ pub(crate) fn with_core<R>(
                 Some(Some(r)) => Ok(r),
                 _ => Err(task.take().expect("a task not pushed comes back")),
             }
+        }
+        _ => Err(task),
+    })
+}
+
+/// Runs `f(shared, task)` if this thread is an M of the runtime whose task
+/// registry is `registry` (its `Shared` then outlives the call: the M
+/// holds it); otherwise the task comes back. Compares addresses only.
+#[inline]
+pub(crate) fn with_runtime_of(
+    registry: *const Registry,
+    task: Runnable,
+    f: impl FnOnce(&Arc<Shared>, Runnable),
+) -> Result<(), Runnable> {
+    with_worker(|w| match w {
+        Some(w) if ptr::eq(Arc::as_ptr(&w.shared.tasks), registry) => {
+            f(&w.shared, task);
+            Ok(())
         }
         _ => Err(task),
     })

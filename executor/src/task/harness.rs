@@ -7,7 +7,6 @@
 //! one plain load (the abort flag) and the `catch_unwind` that was there
 //! before (free unless something panics).
 
-use super::registry::Registry;
 use super::{Id, JoinError, Panic, TaskMeta, ABORTED, FINISHED};
 use std::cell::Cell;
 use std::future::Future;
@@ -15,7 +14,6 @@ use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::ptr::{self, NonNull};
-use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 /// What runs on this thread right now: a task (its id and its waker), or
@@ -225,10 +223,6 @@ pub(crate) struct Harness<F> {
     /// holds this future: valid for as long as the future lives (async-task
     /// drops the future before the header).
     meta: NonNull<TaskMeta>,
-    /// The registry holding this task's entry (at `TaskMeta::slot` in the
-    /// shard of its id), which the harness frees right after it drops the
-    /// future; `None` for an untracked (blocking-pool) task.
-    registry: Option<Arc<Registry>>,
     /// Dropped in place by `drop_future`, never moved (structural pinning).
     /// Alive until the `FINISHED` flag of `meta` is set (by `drop_future`,
     /// right after the drop, also when the drop panicked), which saves a
@@ -241,10 +235,9 @@ pub(crate) struct Harness<F> {
 unsafe impl<F: Send> Send for Harness<F> {}
 
 impl<F> Harness<F> {
-    pub(crate) fn new(future: F, meta: &TaskMeta, registry: Option<Arc<Registry>>) -> Self {
+    pub(crate) fn new(future: F, meta: &TaskMeta) -> Self {
         Harness {
             meta: NonNull::from(meta),
-            registry,
             future: ManuallyDrop::new(future),
         }
     }
@@ -279,7 +272,10 @@ impl<F> Harness<F> {
         let result = contain(|| unsafe { ManuallyDrop::drop(future) });
         let meta = self.meta();
         meta.set_finished();
-        if let Some(registry) = &self.registry {
+        // The registry holding the task's entry (at `TaskMeta::slot` in the
+        // shard of its id), freed right after the drop; none for an
+        // untracked (blocking-pool) task.
+        if let Some(registry) = meta.registry() {
             registry.remove(meta.id.as_u64(), meta.slot());
         }
         result
@@ -380,8 +376,8 @@ impl<F> Harness<F> {
         // Looked up before the drop frees the entry (a blocking-pool
         // closure has none).
         let location = self
-            .registry
-            .as_ref()
+            .meta()
+            .registry()
             .and_then(|r| r.location(id.as_u64(), self.meta().slot()));
         if let Err(p) = self.drop_future() {
             let spawned = location.map_or(String::new(), |l| format!(" (spawned at {l})"));

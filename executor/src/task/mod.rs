@@ -89,23 +89,26 @@ use std::sync::Arc;
 
 /// What the scheduler keeps in each task's header: five 32-bit words (the
 /// id, the abort and finished flags, the task dump's state with the task's
-/// registry index, the time of the last poll), and with the `tracing`
-/// feature the task's span. The spawn location is not here: it sits in the
+/// registry index, the time of the last poll), the task's registry (an
+/// `Arc` in two 32-bit halves), and with the `tracing` feature the task's
+/// span. The spawn location is not here: it sits in the
 /// task's registry entry, which the dump and the stall report read.
 ///
 /// **Size matters here.** A task is one allocation: async-task's header
-/// (four words, a flag and this), the schedule function (one word), the
-/// harness (two words) and the future. Up to 120 bytes, glibc's malloc
+/// (four words, a flag and this), the schedule function (nothing for a
+/// `Send` task, one word for a pinned one), the harness (one word) and the
+/// future. Up to 120 bytes, glibc's malloc
 /// serves it from a fastbin, where a free by another thread (a task
 /// spawned on one thread completes on another) takes no lock; above, every
 /// such free takes the arena's lock against the spawning thread's mallocs.
 /// At 144 bytes (four 64-bit words here and a 16-byte registry slot in the
 /// harness) `spawn_many_local` made ~5,700 `futex` calls per 10,000 spawns
 /// against ~130 at 112 bytes, and took 1.5× as long; `ping_pong`'s
-/// 40-byte tasks were 1.2× slower for the same reason. 20 bytes, 4-aligned,
-/// leave the header at 56 bytes (with the flag), so a future of up to 40
-/// bytes fits in 120 again; the test `executor/tests/task_size.rs` keeps
-/// it so.
+/// 40-byte tasks were 1.2× slower for the same reason. 28 bytes, 4-aligned
+/// (the registry's `Arc` split in two 32-bit halves: 8-aligned it would
+/// cost 8 bytes of padding), leave the header at 64 bytes (with the flag),
+/// so a `Send` task's future of up to 48 bytes, a pinned task's of up to
+/// 40, fits in 120; the test `executor/tests/task_size.rs` keeps it so.
 ///
 /// Uses std's atomics even under loom: no loom model covers abort flags.
 pub(crate) struct TaskMeta {
@@ -129,6 +132,11 @@ pub(crate) struct TaskMeta {
     /// When the last poll began, in milliseconds since [`epoch`] (0: never
     /// polled); the clock of the P's current batch, read once per batch.
     last_poll_ms: AtomicU32,
+    /// The registry holding the task's entry (none: an untracked
+    /// blocking-pool task). Here rather than in the harness so that the
+    /// schedule function of a `Send` task can find its runtime through it
+    /// and capture nothing (see `Shared::spawn_placed`).
+    registry: RegistryRef,
     /// The task's `tracing` span (see trace.rs), entered by every poll;
     /// closed when async-task frees the allocation. Only with the feature.
     #[cfg(feature = "tracing")]
@@ -187,6 +195,51 @@ pub(crate) fn batch_id_for(id: Id) -> BatchId {
     BatchId::new(n).expect("1..=16383")
 }
 
+/// A `TaskMeta`'s registry: an `Arc<Registry>` (or none) as two 32-bit
+/// halves of its pointer, so that the metadata stays 4-aligned (see
+/// `TaskMeta` on size). Owns one count of the `Arc`, given back on drop.
+struct RegistryRef([u32; 2]);
+
+// The halves stand for an `Arc<Registry>`: sending or sharing them is
+// sending or sharing that `Arc`.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Arc<Registry>>();
+};
+
+impl RegistryRef {
+    const NONE: RegistryRef = RegistryRef([0, 0]);
+
+    fn new(registry: Arc<Registry>) -> RegistryRef {
+        let p = Arc::into_raw(registry) as usize as u64;
+        RegistryRef([p as u32, (p >> 32) as u32])
+    }
+
+    #[inline]
+    fn ptr(&self) -> *const Registry {
+        (u64::from(self.0[0]) | (u64::from(self.0[1]) << 32)) as usize as *const Registry
+    }
+
+    #[inline]
+    fn get(&self) -> Option<&Registry> {
+        // SAFETY: a non-null pointer came from `Arc::into_raw` in `new`,
+        // and this value holds that count until it drops, so the registry
+        // outlives the borrow of `self`.
+        unsafe { self.ptr().as_ref() }
+    }
+}
+
+impl Drop for RegistryRef {
+    fn drop(&mut self) {
+        let p = self.ptr();
+        if !p.is_null() {
+            // SAFETY: the count `new` took with `Arc::into_raw`, given back
+            // once (the value is being dropped).
+            drop(unsafe { Arc::from_raw(p) });
+        }
+    }
+}
+
 impl TaskMeta {
     /// A fresh id. `kind` and `location` (the spawn's caller, through
     /// `#[track_caller]` chains from the public spawn functions) only name
@@ -200,6 +253,7 @@ impl TaskMeta {
             flags: AtomicU32::new(0),
             sched_slot: AtomicU32::new(0),
             last_poll_ms: AtomicU32::new(0),
+            registry: RegistryRef::NONE,
             #[cfg(feature = "tracing")]
             span: trace::spawn_span(kind, id, location),
         }
@@ -217,6 +271,19 @@ impl TaskMeta {
     #[inline]
     pub(crate) fn slot(&self) -> u32 {
         self.sched_slot.load(Relaxed) >> 1
+    }
+
+    /// The registry holding the task's entry, if it is tracked.
+    #[inline]
+    pub(crate) fn registry(&self) -> Option<&Registry> {
+        self.registry.get()
+    }
+
+    /// The address of [`TaskMeta::registry`] (null if untracked), for a
+    /// comparison that reads nothing.
+    #[inline]
+    pub(crate) fn registry_ptr(&self) -> *const Registry {
+        self.registry.ptr()
     }
 
     /// Called by a schedule function as it queues the task (dump state).
@@ -404,10 +471,10 @@ where
     F::Output: Send + 'static,
     S: async_task::Schedule<TaskMeta> + Send + Sync + 'static,
 {
-    spawn_in(Kind::Task, registry, |meta, reg| {
+    spawn_in(Kind::Task, registry, |meta| {
         async_task::Builder::new()
             .metadata(meta)
-            .spawn(move |meta| Harness::new(future, meta, Some(reg)), schedule)
+            .spawn(move |meta| Harness::new(future, meta), schedule)
     })
 }
 
@@ -424,10 +491,10 @@ where
     F::Output: 'static,
     S: async_task::Schedule<TaskMeta> + Send + Sync + 'static,
 {
-    spawn_in(Kind::Local, registry, |meta, reg| {
+    spawn_in(Kind::Local, registry, |meta| {
         async_task::Builder::new()
             .metadata(meta)
-            .spawn_local(move |meta| Harness::new(future, meta, Some(reg)), schedule)
+            .spawn_local(move |meta| Harness::new(future, meta), schedule)
     })
 }
 
@@ -438,18 +505,15 @@ where
 fn spawn_in<T>(
     kind: Kind,
     registry: &Arc<Registry>,
-    build: impl FnOnce(
-        TaskMeta,
-        Arc<Registry>,
-    ) -> (Runnable, async_task::Task<harness::Output<T>, TaskMeta>),
+    build: impl FnOnce(TaskMeta) -> (Runnable, async_task::Task<harness::Output<T>, TaskMeta>),
 ) -> Spawned<T> {
     let location = Location::caller();
     let mut meta = TaskMeta::new(kind, location);
     let id = meta.id.as_u64();
-    let reg = registry.clone();
+    meta.registry = RegistryRef::new(registry.clone());
     let (runnable, task, raw, live) = registry.insert(id, location, |index| {
         meta.set_slot(index);
-        build(meta, reg)
+        build(meta)
     });
     Spawned {
         runnable,
@@ -469,7 +533,7 @@ where
 {
     let (runnable, task) = async_task::Builder::new()
         .metadata(TaskMeta::new(Kind::Blocking, Location::caller()))
-        .spawn(move |meta| Harness::new(future, meta, None), schedule);
+        .spawn(move |meta| Harness::new(future, meta), schedule);
     // One waker clone and drop (two atomic updates) per blocking spawn,
     // which also takes the pool's lock: tracked tasks get this for free
     // from their registry entry.
@@ -599,17 +663,17 @@ mod tests {
     /// See `TaskMeta` for why these sizes matter.
     #[test]
     #[cfg(not(feature = "tracing"))]
-    fn meta_is_five_u32_and_the_harness_adds_two_words() {
+    fn meta_is_seven_u32_and_the_harness_adds_one_word() {
         let word = std::mem::size_of::<usize>();
-        assert_eq!(std::mem::size_of::<TaskMeta>(), 20);
+        assert_eq!(std::mem::size_of::<TaskMeta>(), 28);
         assert_eq!(std::mem::align_of::<TaskMeta>(), 4);
         assert_eq!(
             std::mem::size_of::<Harness<std::future::Pending<()>>>(),
-            2 * word
+            word
         );
         assert_eq!(
             std::mem::size_of::<Harness<std::future::Ready<u64>>>(),
-            2 * word + std::mem::size_of::<std::future::Ready<u64>>()
+            word + std::mem::size_of::<std::future::Ready<u64>>()
         );
     }
 

@@ -8,8 +8,8 @@
 //! the schedule function, seeing shutdown, drops the `Runnable`, which drops
 //! the future.
 //!
-//! Each tracked task's harness holds the registry and removes the task's
-//! entry right after it drops the future (on completion, abort or
+//! Each tracked task's metadata holds the registry, and its harness removes
+//! the task's entry right after it drops the future (on completion, abort or
 //! shutdown), so the registry holds exactly the tasks whose futures are
 //! alive. Entries are sharded by task id block (each thread takes ids in
 //! blocks of 256) to keep spawns on different P's off each other's locks
@@ -18,8 +18,9 @@
 //! one word for its registry (the `Arc`), not three.
 
 use super::{Runnable, TaskRef};
+use std::any::Any;
 use std::panic::Location;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::task::Waker;
 
 const SHARDS: usize = 32;
@@ -28,6 +29,10 @@ pub(crate) struct Registry {
     shards: Box<[Shard]>,
     /// Set by `close`: later insertions are refused (the task is dropped).
     closed: std::sync::atomic::AtomicBool,
+    /// The runtime whose tasks these are (its `Shared`), for a schedule
+    /// function called where that runtime is not at hand (see
+    /// [`Registry::owner`]). Weak: the runtime owns its registry.
+    owner: OnceLock<Weak<dyn Any + Send + Sync>>,
 }
 
 /// One shard's lock and slab, on its own cache lines (128 bytes, as the
@@ -78,7 +83,20 @@ impl Registry {
         Arc::new(Registry {
             shards: (0..n).map(|_| Shard::default()).collect(),
             closed: std::sync::atomic::AtomicBool::new(false),
+            owner: OnceLock::new(),
         })
+    }
+
+    /// Records the runtime these tasks belong to (once, as it starts).
+    pub(crate) fn set_owner(&self, owner: Weak<dyn Any + Send + Sync>) {
+        let _ = self.owner.set(owner);
+    }
+
+    /// The runtime these tasks belong to, while it exists and is a `T`.
+    /// An `Arc` count taken and later given back (two atomic updates): for
+    /// the schedule functions' path off the runtime's own threads.
+    pub(crate) fn owner<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        self.owner.get()?.upgrade()?.downcast().ok()
     }
 
     /// The shard of the task with id `id`: by id block (`Id::next` hands
