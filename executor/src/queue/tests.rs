@@ -216,6 +216,40 @@ mod models {
         });
     }
 
+    /// A ping-pong on `runnext` (a store into the empty slot, a swap out,
+    /// another store) while a thief takes `runnext`: each task is taken
+    /// exactly once, whichever side gets it.
+    #[test]
+    fn runnext_stores_into_an_empty_slot_race_a_thief() {
+        loom::model(|| {
+            let (mut owner, steal) = new::<T>();
+            let thief = thread::spawn(move || {
+                let (mut mine, _) = new::<T>();
+                let mut got = Vec::new();
+                for _ in 0..2 {
+                    if let Some((t, _)) = mine.steal_from(&steal, true, || {}) {
+                        got.push(*t.0);
+                    }
+                }
+                got
+            });
+            let sink = Sink::default();
+            let mut got = Vec::new();
+            owner.push_runnext(T(Box::new(1)), &sink);
+            if let Some(t) = owner.pop_runnext() {
+                got.push(*t.0);
+            }
+            owner.push_runnext(T(Box::new(2)), &sink);
+            got.extend(thief.join().unwrap());
+            while let Some((t, _)) = owner.pop(true) {
+                got.push(*t.0);
+            }
+            got.extend(sink.0.borrow().iter().copied());
+            got.sort_unstable();
+            assert_eq!(got, vec![1, 2]);
+        });
+    }
+
     /// A thief that leaves the owner `keep` tasks races the owner's pops and
     /// pushes: every task is taken exactly once, and the thief never takes
     /// from a ring it saw at or below `keep` (then it takes nothing, not even
