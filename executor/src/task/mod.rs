@@ -211,13 +211,15 @@ impl RegistryRef {
     const NONE: RegistryRef = RegistryRef([0, 0]);
 
     fn new(registry: Arc<Registry>) -> RegistryRef {
-        let p = Arc::into_raw(registry) as usize as u64;
+        // Exposed: `ptr` makes a pointer from the address again.
+        let p = Arc::into_raw(registry).expose_provenance() as u64;
         RegistryRef([p as u32, (p >> 32) as u32])
     }
 
     #[inline]
     fn ptr(&self) -> *const Registry {
-        (u64::from(self.0[0]) | (u64::from(self.0[1]) << 32)) as usize as *const Registry
+        let addr = u64::from(self.0[0]) | (u64::from(self.0[1]) << 32);
+        std::ptr::with_exposed_provenance(addr as usize)
     }
 
     #[inline]
