@@ -142,9 +142,10 @@ pub struct ProcMetrics {
     /// Polls that returned `Pending` because the task spent its cooperative
     /// budget (128 operations), not because it had to wait.
     pub budget_forced_yields: u64,
-    /// Times sysmon found this P running polls longer than the keep window
-    /// (20 µs) while tasks waited in its run queue and a P was idle, and
-    /// offered them to the idle P (see docs/architecture.md, "Stealing").
+    /// Times sysmon found this P running polls of over 100 µs on average
+    /// (or one poll running that long) while tasks waited in its run queue
+    /// and a P was idle, and offered them to the idle P (see
+    /// docs/architecture.md, "Stealing").
     pub long_poll_offers: u64,
     /// Polls per bucket of the poll-time histogram (empty unless
     /// [`Builder::poll_time_histogram`](crate::Builder::poll_time_histogram)
