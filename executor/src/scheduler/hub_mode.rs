@@ -19,8 +19,10 @@
 //!   took 5,420 ns per value at 16 cores against 3,360 spread.
 //!
 //! What decides is how much work a thief could take per hand-off: the
-//! runtime's busy time (every P's: a member `runnext` held can still be
-//! taken by a thief and run elsewhere) per hub wake while the batch is
+//! runtime's busy time (every P's: a member in `runnext` before any
+//! waited in the batch queue can still be taken by a thief and run
+//! elsewhere; beside a batch queue it stays, `Processor::runnext_kept`)
+//! per hub wake while the batch is
 //! kept (each wake releases a blocked member, which then runs until it
 //! blocks again). Kept, that time is the members' own work, not inflated
 //! by contention (spread, a contended poll is slow too, so spread times
@@ -37,9 +39,12 @@
 //!
 //! The table is small and approximate by design: [`SLOTS`] slots by batch
 //! id, a slot taken over by the newest hub whose id maps to it. All its
-//! fields are Relaxed hints: the phase bookkeeping is written at the end of
-//! the hub task's own polls, which the task's state machine already orders
-//! one after another; a stale read places one displaced task the other way.
+//! fields are Relaxed hints, written at the end of the hub task's polls.
+//! Those ends are not ordered one after another: a poll's end runs after
+//! the poll returned, when the hub may already run again on another P, so
+//! a lost count of wakes is possible, and a phase ends through a CAS on its
+//! start time, which one P wins. A stale read places one displaced task the
+//! other way.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
@@ -287,9 +292,21 @@ impl HubModes {
             _ => s.hold.load(Relaxed),
         };
         let now = (at.now_ms)();
-        let elapsed = now.wrapping_sub(s.since.load(Relaxed));
+        let since = s.since.load(Relaxed);
+        let elapsed = now.wrapping_sub(since);
         if elapsed < len || elapsed > u32::MAX / 2 {
             return Decision::None; // running, or a lagging clock of another P
+        }
+        // One phase end per phase: this runs after the hub's poll returned,
+        // when the hub may already be polled again on another P, whose poll
+        // end can read the same phase (seen: a measurement decided three
+        // times within 0.2 ms, its hold doubled twice). The CAS picks one;
+        // Relaxed: an RMW on one word needs no ordering to have one winner.
+        if s.since
+            .compare_exchange(since, now, Relaxed, Relaxed)
+            .is_err()
+        {
+            return Decision::None;
         }
         let d = advance(s, phase, total, elapsed, now, at);
         if d != Decision::None {

@@ -286,11 +286,32 @@ impl Processor {
             .max(MIN_POLL_ESTIMATE_NS);
         // sysmon saw this P's polls run long: the mean says nothing of
         // them yet. (The poll counter is read only when a mark exists.)
-        let mark = self.long_mark.load(Relaxed);
-        if mark != 0 && mark == self.metrics.polls.get() {
+        if self.long_poll_marked() {
             return 0;
         }
         (STEAL_BACKLOG_NS / per).min(u64::from(u32::MAX)) as u32
+    }
+
+    /// Whether a task in this P's `runnext` is its owner's (when its ring is
+    /// empty): with a batch queue beside it, a kept batch runs here (only
+    /// kept members wait in one), and `runnext` holds its next member or
+    /// its hub. Taken, a member ran beside the hub on another core,
+    /// contending on the channel the batch is kept for, and a hub taken
+    /// took the batch's wakes to another P while the members queued here
+    /// still ran here (docs/architecture.md, "Batches"). sysmon's long-poll
+    /// mark lifts this, as it lifts the ring's keep.
+    #[inline]
+    pub(crate) fn runnext_kept(&self) -> bool {
+        self.bq_len.load(Relaxed) != 0 && !self.long_poll_marked()
+    }
+
+    /// Whether sysmon marked the poll this P is in as long
+    /// (`mark_long_poll`): thieves may take everything they can reach.
+    /// (The poll counter is read only when a mark exists.)
+    #[inline]
+    pub(crate) fn long_poll_marked(&self) -> bool {
+        let mark = self.long_mark.load(Relaxed);
+        mark != 0 && mark == self.metrics.polls.get()
     }
 
     /// sysmon saw this P's polls run long (`sysmon::offer_queue`): thieves
@@ -303,12 +324,14 @@ impl Processor {
     /// empty ring with a task in `runnext` (taken on the last steal pass
     /// only, after Go's grace), is [`Look::Stealable`]; a ring whose tasks
     /// its own M reaches soon, or only a batch queue (the owner splits it
-    /// when a thief asks), is [`Look::Kept`].
+    /// when a thief asks), with or without a task in `runnext` (the batch's
+    /// next member or its hub; unless sysmon marked the poll long), is
+    /// [`Look::Kept`].
     #[inline]
     pub(crate) fn steal_look(&self) -> Look {
         let len = self.steal.len();
         if len == 0 {
-            if !self.steal.is_empty() {
+            if !self.steal.is_empty() && !self.runnext_kept() {
                 Look::Stealable
             } else if self.bq_len.load(Relaxed) != 0 {
                 // The owner's batch queue: it splits it when a thief asks
@@ -520,5 +543,31 @@ mod tests {
         assert_eq!(p.keep_for_owner(), kept);
         p.set_running(false);
         assert_eq!(p.keep_for_owner(), 0, "nobody runs the P");
+    }
+
+    /// A task in `runnext` beside a batch queue (a kept batch runs on the
+    /// P: its next member or its hub) is the owner's, like the batch queue,
+    /// until sysmon marks the P's poll long; without a batch queue it is a
+    /// thief's after Go's grace, as before.
+    #[test]
+    fn a_runnext_beside_a_batch_queue_is_kept_unless_the_poll_runs_long() {
+        let reactor = numa_rt_reactor::Reactor::new(1).unwrap();
+        let (p, mut core) = Processor::new(0, 0, reactor.driver(0), None);
+        let (task, _handle) = crate::task::spawn_untracked(async {}, |_| {});
+        assert!(core.queue.swap_runnext(task).is_none());
+        assert_eq!(p.steal_look(), Look::Stealable, "no batch queue");
+        assert!(!p.runnext_kept());
+        p.bq_len.store(1, Relaxed);
+        assert_eq!(p.steal_look(), Look::Kept, "beside a batch queue");
+        assert!(p.runnext_kept());
+        p.metrics.polls.incr();
+        p.mark_long_poll(p.metrics.polls.get());
+        assert_eq!(p.steal_look(), Look::Stealable, "the poll runs long");
+        assert!(!p.runnext_kept());
+        p.metrics.polls.incr();
+        assert_eq!(p.steal_look(), Look::Kept, "the mark ends with its poll");
+        assert!(p.runnext_kept());
+        p.bq_len.store(0, Relaxed);
+        drop(core.queue.pop_runnext());
     }
 }

@@ -699,6 +699,13 @@ impl Worker {
                     }
                     continue;
                 }
+                if victim.runnext_kept() {
+                    // Beside a kept batch: the owner's (asked to split, as
+                    // for a batch queue alone).
+                    victim.split.store(true, Relaxed);
+                    *kept = true;
+                    continue;
+                }
                 runnexts = true;
                 if !last {
                     continue;
