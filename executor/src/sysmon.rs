@@ -622,7 +622,7 @@ fn offer_queue(shared: &Shared, i: usize, polls: u64) {
     let p = &shared.procs[i];
     p.mark_long_poll(polls);
     p.metrics.long_poll_offers.incr_shared();
-    if p.steal_look() == crate::scheduler::processor::Look::Stealable {
+    if p.steal_look(&shared.hub_modes) == crate::scheduler::processor::Look::Stealable {
         shared.wake_idle_p(p.node);
     }
 }

@@ -19,10 +19,9 @@
 //!   took 5,420 ns per value at 16 cores against 3,360 spread.
 //!
 //! What decides is how much work a thief could take per hand-off: the
-//! runtime's busy time (every P's: a member in `runnext` before any
-//! waited in the batch queue can still be taken by a thief and run
-//! elsewhere; beside a batch queue it stays, `Processor::runnext_kept`)
-//! per hub wake while the batch is
+//! runtime's busy time (every P's: a member may still run elsewhere, left
+//! there from before the batch was kept; the kept P's `runnext` is no
+//! thief's, `Processor::runnext_kept`) per hub wake while the batch is
 //! kept (each wake releases a blocked member, which then runs until it
 //! blocks again). Kept, that time is the members' own work, not inflated
 //! by contention (spread, a contended poll is slow too, so spread times

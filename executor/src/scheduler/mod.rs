@@ -794,7 +794,7 @@ impl Shared {
         let look = |n: &Node| {
             let mut seen = Look::Nothing;
             for q in &self.procs[n.procs.clone()] {
-                match q.steal_look() {
+                match q.steal_look(&self.hub_modes) {
                     _ if q.index == me => {}
                     Look::Stealable => return Look::Stealable,
                     Look::Kept => seen = Look::Kept,

@@ -7,6 +7,7 @@
 //! counters and the random source for stealing. Handing a P to another M
 //! (block_in_place, shutdown) is moving its `Box<Core>`.
 
+use super::hub_mode::HubModes;
 use super::inject::Inject;
 use super::machine::Machine;
 use crate::counters::{NewLine, ProcCounters};
@@ -293,16 +294,27 @@ impl Processor {
     }
 
     /// Whether a task in this P's `runnext` is its owner's (when its ring is
-    /// empty): with a batch queue beside it, a kept batch runs here (only
-    /// kept members wait in one), and `runnext` holds its next member or
-    /// its hub. Taken, a member ran beside the hub on another core,
-    /// contending on the channel the batch is kept for, and a hub taken
-    /// took the batch's wakes to another P while the members queued here
-    /// still ran here (docs/architecture.md, "Batches"). sysmon's long-poll
-    /// mark lifts this, as it lifts the ring's keep.
+    /// empty) because a kept batch runs here (`hubs`: the hub modes): one
+    /// of its members is in the poll (`running_bits`), or waits in the
+    /// batch queue (only kept members wait in one). `runnext` then holds
+    /// the batch's next member or its hub. Taken, a member ran beside the
+    /// hub on another core, contending on the channel the batch is kept
+    /// for (a producer there finds room at every try, never blocks and so
+    /// never comes back), and a hub taken took the batch's wakes to another
+    /// P while the members queued here still ran here (docs/architecture.md,
+    /// "Batches"). The first member a hub's drain wakes waits in `runnext`
+    /// for the rest of the drain (~25 µs on 16 cores), past Go's 3 µs grace.
+    /// sysmon's long-poll mark lifts this, as it lifts the ring's keep.
     #[inline]
-    pub(crate) fn runnext_kept(&self) -> bool {
-        self.bq_len.load(Relaxed) != 0 && !self.long_poll_marked()
+    pub(crate) fn runnext_kept(&self, hubs: &HubModes) -> bool {
+        if self.long_poll_marked() {
+            return false;
+        }
+        if self.bq_len.load(Relaxed) != 0 {
+            return true;
+        }
+        let bits = self.running_bits.load(Relaxed);
+        bits != 0 && hubs.keeps(bits)
     }
 
     /// Whether sysmon marked the poll this P is in as long
@@ -324,18 +336,18 @@ impl Processor {
     /// empty ring with a task in `runnext` (taken on the last steal pass
     /// only, after Go's grace), is [`Look::Stealable`]; a ring whose tasks
     /// its own M reaches soon, or only a batch queue (the owner splits it
-    /// when a thief asks), with or without a task in `runnext` (the batch's
-    /// next member or its hub; unless sysmon marked the poll long), is
-    /// [`Look::Kept`].
+    /// when a thief asks), or a `runnext` that [`Processor::runnext_kept`]
+    /// keeps for a kept batch, is [`Look::Kept`].
     #[inline]
-    pub(crate) fn steal_look(&self) -> Look {
+    pub(crate) fn steal_look(&self, hubs: &HubModes) -> Look {
         let len = self.steal.len();
         if len == 0 {
-            if !self.steal.is_empty() && !self.runnext_kept() {
+            let runnext = !self.steal.is_empty();
+            if runnext && !self.runnext_kept(hubs) {
                 Look::Stealable
-            } else if self.bq_len.load(Relaxed) != 0 {
-                // The owner's batch queue: it splits it when a thief asks
-                // (and then wakes an idle P).
+            } else if runnext || self.bq_len.load(Relaxed) != 0 {
+                // The owner's batch queue (it splits it when a thief asks,
+                // and then wakes an idle P), or a kept batch's `runnext`.
                 Look::Kept
             } else {
                 Look::Nothing
@@ -545,29 +557,48 @@ mod tests {
         assert_eq!(p.keep_for_owner(), 0, "nobody runs the P");
     }
 
-    /// A task in `runnext` beside a batch queue (a kept batch runs on the
-    /// P: its next member or its hub) is the owner's, like the batch queue,
-    /// until sysmon marks the P's poll long; without a batch queue it is a
-    /// thief's after Go's grace, as before.
+    /// A task in `runnext` is the owner's, like the batch queue, while a
+    /// kept batch runs on the P (a batch queue beside it, or a member of a
+    /// kept hub batch in the poll), until sysmon marks the P's poll long;
+    /// otherwise it is a thief's after Go's grace, as before.
     #[test]
-    fn a_runnext_beside_a_batch_queue_is_kept_unless_the_poll_runs_long() {
+    fn a_kept_batchs_runnext_is_kept_unless_the_poll_runs_long() {
+        use crate::scheduler::hub_mode::At;
         let reactor = numa_rt_reactor::Reactor::new(1).unwrap();
         let (p, mut core) = Processor::new(0, 0, reactor.driver(0), None);
+        let hubs = HubModes::default();
         let (task, _handle) = crate::task::spawn_untracked(async {}, |_| {});
         assert!(core.queue.swap_runnext(task).is_none());
-        assert_eq!(p.steal_look(), Look::Stealable, "no batch queue");
-        assert!(!p.runnext_kept());
+        assert_eq!(p.steal_look(&hubs), Look::Stealable, "no batch queue");
+        assert!(!p.runnext_kept(&hubs));
         p.bq_len.store(1, Relaxed);
-        assert_eq!(p.steal_look(), Look::Kept, "beside a batch queue");
-        assert!(p.runnext_kept());
+        assert_eq!(p.steal_look(&hubs), Look::Kept, "beside a batch queue");
+        assert!(p.runnext_kept(&hubs));
         p.metrics.polls.incr();
         p.mark_long_poll(p.metrics.polls.get());
-        assert_eq!(p.steal_look(), Look::Stealable, "the poll runs long");
-        assert!(!p.runnext_kept());
+        assert_eq!(p.steal_look(&hubs), Look::Stealable, "the poll runs long");
+        assert!(!p.runnext_kept(&hubs));
         p.metrics.polls.incr();
-        assert_eq!(p.steal_look(), Look::Kept, "the mark ends with its poll");
-        assert!(p.runnext_kept());
+        assert_eq!(
+            p.steal_look(&hubs),
+            Look::Kept,
+            "the mark ends with its poll"
+        );
         p.bq_len.store(0, Relaxed);
+        // No batch queue, but a member of a hub's batch in the poll: kept
+        // while the batch is (a new hub's batch is measured kept).
+        let bits = 5 << crate::task::BATCH_SHIFT;
+        p.running_bits.store(bits, Relaxed);
+        assert_eq!(p.steal_look(&hubs), Look::Stealable, "not a hub's batch");
+        let at = At {
+            now_ms: || 1_000,
+            busy: || 0,
+        };
+        hubs.claim(bits, 0x1000, || 0, &at);
+        assert_eq!(p.steal_look(&hubs), Look::Kept, "a kept hub's batch runs");
+        assert!(p.runnext_kept(&hubs));
+        p.running_bits.store(0, Relaxed);
+        assert_eq!(p.steal_look(&hubs), Look::Stealable, "no batch runs");
         drop(core.queue.pop_runnext());
     }
 }

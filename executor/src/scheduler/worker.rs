@@ -699,7 +699,7 @@ impl Worker {
                     }
                     continue;
                 }
-                if victim.runnext_kept() {
+                if victim.runnext_kept(&self.shared.hub_modes) {
                     // Beside a kept batch: the owner's (asked to split, as
                     // for a batch queue alone).
                     victim.split.store(true, Relaxed);
