@@ -5,10 +5,12 @@
 # (req/s, the server's CPU us per request, context switches per request)
 # plus wrk's own CPU (user+sys seconds over the run, per wrk CPU): when wrk's
 # CPUs are saturated, requests/s measure the client's cost per response.
-#   bash .manycore/manycore_http_client.sh     (~150 s)
-# Cells: 12 workers on CPUs 0-11 with wrk -t4 -c256 on 12-15 (run.sh's
-# "busy"); 8 workers on 0-7 with wrk -t8 -c256 on 8-15; 16 workers, wrk -t1
-# -c4 on CPU 15 (run.sh's "light").
+#   bash .manycore/manycore_http_client.sh     (~50 s a cell)
+# CELLS (default "busy12 busy8 light"): busy12, 12 workers on CPUs 0-11 with
+# wrk -t4 -c256 on 12-15 (run.sh's "busy"); busy8, 8 workers on 0-7 with wrk
+# -t8 -c256 on 8-15; busy4, 4 workers on 0-3 with wrk -t12 -c256 on 4-15 (a
+# client with headroom); light, 16 workers, wrk -t1 -c4 on CPU 15 (run.sh's
+# "light").
 set -u
 D=$(cd "$(dirname "$0")" && pwd)
 export LD_LIBRARY_PATH=$D/lib
@@ -42,6 +44,8 @@ cell() { # PROCS SERVER_CPUS CONNS WRK_THREADS WRK_CPUS SECONDS
     serve tokio 18081 "$3" "$4" "$5" "$6" taskset -c "$2" "$D/hello_http_tokio" 18081 "$1"
   done
 }
-echo "== busy: 12 workers on 0-11, wrk -t4 -c256 on 12-15"; cell 12 0-11 256 4 12-15 5
-echo "== busy: 8 workers on 0-7, wrk -t8 -c256 on 8-15"; cell 8 0-7 256 8 8-15 5
-echo "== light: 16 workers on 0-15, wrk -t1 -c4 on 15"; cell 16 0-15 4 1 15 4
+has() { case " ${CELLS:-busy12 busy8 light} " in *" $1 "*) return 0 ;; esac; return 1; }
+has busy12 && { echo "== busy: 12 workers on 0-11, wrk -t4 -c256 on 12-15"; cell 12 0-11 256 4 12-15 5; }
+has busy8 && { echo "== busy: 8 workers on 0-7, wrk -t8 -c256 on 8-15"; cell 8 0-7 256 8 8-15 5; }
+has busy4 && { echo "== busy: 4 workers on 0-3, wrk -t12 -c256 on 4-15"; cell 4 0-3 256 12 4-15 5; }
+has light && { echo "== light: 16 workers on 0-15, wrk -t1 -c4 on 15"; cell 16 0-15 4 1 15 4; }
