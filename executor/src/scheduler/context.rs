@@ -46,15 +46,19 @@ pub(crate) fn enter_worker(worker: &Worker) -> WorkerGuard {
 }
 
 /// Runs `f` with this thread's worker, if any.
+///
+/// The pointer is read inside `WORKER.with` and `f` runs outside it: the
+/// schedule function's closure inside `LocalKey::with` kept that call from
+/// being inlined, so each wake paid an indirect call to the key's accessor
+/// and built the closure's environment on the stack.
 #[inline]
 pub(crate) fn with_worker<R>(f: impl FnOnce(Option<&Worker>) -> R) -> R {
-    WORKER.with(|w| {
-        let p = w.get();
-        // SAFETY: `WORKER` is only set by `enter_worker` on this thread to a
-        // `Worker` that outlives the guard clearing it again; the pointer is
-        // never shared with another thread.
-        f(unsafe { p.as_ref() })
-    })
+    let p = WORKER.with(Cell::get);
+    // SAFETY: `WORKER` is only set by `enter_worker` on this thread to a
+    // `Worker` that outlives the guard clearing it again (the guard lives in
+    // the M's run function, below us on this thread's stack, so `f` cannot
+    // outlive it); the pointer is never shared with another thread.
+    f(unsafe { p.as_ref() })
 }
 
 /// Pushes through this thread's P if it is a worker of `shared` holding one:
