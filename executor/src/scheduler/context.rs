@@ -61,48 +61,54 @@ pub(crate) fn with_worker<R>(f: impl FnOnce(Option<&Worker>) -> R) -> R {
     f(unsafe { p.as_ref() })
 }
 
-/// Pushes through this thread's P if it is a worker of `shared` holding one:
-/// `f(core, in_driver, task)`. Otherwise the task comes back: also while
-/// sysmon is taking the core away (see `seat`), and after it has.
+/// Pushes through the P of `w`, this thread's M (`None`: this thread is no
+/// M of the runtime in question), if it holds one: `f(core, in_driver,
+/// task)`. Otherwise the task comes back: also while sysmon is taking the
+/// core away (see `seat`), and after it has.
 #[inline]
-pub(crate) fn with_core<R>(
-    shared: &Arc<Shared>,
+pub(crate) fn with_core_of<R>(
+    w: Option<&Worker>,
     task: Runnable,
     f: impl FnOnce(&mut Core, bool, Runnable) -> R,
 ) -> Result<R, Runnable> {
-    with_worker(|w| match w {
-        Some(w) if ptr::eq(&*w.shared, &**shared) => {
-            let mut task = Some(task);
-            // SAFETY: `w` is this thread's M, the seat's owner; `f` is crate
-            // code that pushes to a queue and does not re-enter the seat.
-            let done = unsafe {
-                w.machine.seat.access(|c| {
-                    let core = c.as_mut()?;
-                    let t = task.take().expect("the task is pushed once");
-                    Some(f(core, w.in_driver.get(), t))
-                })
-            };
-            match done {
-                Some(Some(r)) => Ok(r),
-                _ => Err(task.take().expect("a task not pushed comes back")),
-            }
-        }
-        _ => Err(task),
-    })
+    let Some(w) = w else {
+        return Err(task);
+    };
+    let mut task = Some(task);
+    // SAFETY: `w` is this thread's M (our caller's contract, as
+    // `with_worker` gives it), the seat's owner; `f` is crate code that
+    // pushes to a queue and does not re-enter the seat.
+    let done = unsafe {
+        w.machine.seat.access(|c| {
+            let core = c.as_mut()?;
+            let t = task.take().expect("the task is pushed once");
+            Some(f(core, w.in_driver.get(), t))
+        })
+    };
+    match done {
+        Some(Some(r)) => Ok(r),
+        _ => Err(task.take().expect("a task not pushed comes back")),
+    }
 }
 
-/// Runs `f(shared, task)` if this thread is an M of the runtime whose task
-/// registry is `registry` (its `Shared` then outlives the call: the M
-/// holds it); otherwise the task comes back. Compares addresses only.
+/// This thread's M if it is one of `shared`'s.
+#[inline]
+pub(crate) fn worker_of<'a>(w: Option<&'a Worker>, shared: &Shared) -> Option<&'a Worker> {
+    w.filter(|w| ptr::eq(&*w.shared, shared))
+}
+
+/// Runs `f(worker, task)` with this thread's M if it is one of the runtime
+/// whose task registry is `registry` (its `Shared` then outlives the call:
+/// the M holds it); otherwise the task comes back. Compares addresses only.
 #[inline]
 pub(crate) fn with_runtime_of(
     registry: *const Registry,
     task: Runnable,
-    f: impl FnOnce(&Arc<Shared>, Runnable),
+    f: impl FnOnce(&Worker, Runnable),
 ) -> Result<(), Runnable> {
     with_worker(|w| match w {
         Some(w) if ptr::eq(Arc::as_ptr(&w.shared.tasks), registry) => {
-            f(&w.shared, task);
+            f(w, task);
             Ok(())
         }
         _ => Err(task),

@@ -479,6 +479,19 @@ impl Shared {
     /// poll on this worker teaches the batches (see `batch`).
     #[inline]
     fn enqueue(self: &Arc<Self>, task: Runnable, yielded: bool, edge: bool) {
+        context::with_worker(|w| self.enqueue_on(context::worker_of(w, self), task, yielded, edge))
+    }
+
+    /// [`Shared::enqueue`] from `here`, this thread's M if it is one of
+    /// this runtime's (the schedule function has just looked it up).
+    #[inline]
+    fn enqueue_on(
+        self: &Arc<Self>,
+        here: Option<&worker::Worker>,
+        task: Runnable,
+        yielded: bool,
+        edge: bool,
+    ) {
         if self.is_shutdown() {
             // Dropping the runnable drops the future (shutdown drops every
             // pending future; its JoinHandle reports cancellation).
@@ -488,13 +501,14 @@ impl Shared {
         task.metadata().note_scheduled();
         // `Some(node)`: work went where a thief may take it (the ring), so
         // an idle P of `node` may be worth waking.
-        let task = match context::with_core(self, task, |core, in_driver, task| {
-            let node = &self.nodes[core.node].inject;
+        let task = match context::with_core_of(here, task, |core, in_driver, task| {
+            // (The node's queue, for an overflowing ring, is looked up only
+            // where a task goes to the ring: 9 instructions per wake.)
             if in_driver {
-                core.queue.push_back(task, node);
+                core.queue.push_back(task, &self.nodes[core.node].inject);
                 None
             } else if yielded {
-                core.queue.push_back(task, node);
+                core.queue.push_back(task, &self.nodes[core.node].inject);
                 Some(core.node)
             } else {
                 let bits = if edge {
@@ -531,7 +545,8 @@ impl Shared {
         };
         // Woken by the monitor polling a P's poller for it (see the
         // reactor's `driver::monitor`): that P's node.
-        let node = context::current_node_of(self)
+        let node = here
+            .map(|w| w.machine.node)
             .or_else(|| {
                 let p = numa_rt_reactor::context::firing_for()?;
                 self.procs.get(p).map(|p| p.node)
@@ -878,8 +893,8 @@ pub(crate) type BoxCore = Box<Core>;
 fn schedule_task(task: Runnable, info: async_task::ScheduleInfo) {
     let yielded = info.woken_while_running;
     let registry = task.metadata().registry_ptr();
-    let task = match context::with_runtime_of(registry, task, |shared, task| {
-        shared.schedule(task, yielded)
+    let task = match context::with_runtime_of(registry, task, |w, task| {
+        w.shared.enqueue_on(Some(w), task, yielded, true)
     }) {
         Ok(()) => return,
         Err(task) => task,
