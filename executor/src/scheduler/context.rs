@@ -45,6 +45,19 @@ pub(crate) fn enter_worker(worker: &Worker) -> WorkerGuard {
     }
 }
 
+/// This thread's M, as [`with_worker`] found it. Only this module makes
+/// one, and it cannot leave the thread (`!Send`), so holding a `Here` says
+/// that its `Worker` is the calling thread's: the owner of its seat.
+#[derive(Clone, Copy)]
+pub(crate) struct Here<'a>(&'a Worker, std::marker::PhantomData<*const ()>);
+
+impl std::ops::Deref for Here<'_> {
+    type Target = Worker;
+    fn deref(&self) -> &Worker {
+        self.0
+    }
+}
+
 /// Runs `f` with this thread's worker, if any.
 ///
 /// The pointer is read inside `WORKER.with` and `f` runs outside it: the
@@ -52,13 +65,14 @@ pub(crate) fn enter_worker(worker: &Worker) -> WorkerGuard {
 /// being inlined, so each wake paid an indirect call to the key's accessor
 /// and built the closure's environment on the stack.
 #[inline]
-pub(crate) fn with_worker<R>(f: impl FnOnce(Option<&Worker>) -> R) -> R {
+pub(crate) fn with_worker<R>(f: impl FnOnce(Option<Here<'_>>) -> R) -> R {
     let p = WORKER.with(Cell::get);
     // SAFETY: `WORKER` is only set by `enter_worker` on this thread to a
     // `Worker` that outlives the guard clearing it again (the guard lives in
     // the M's run function, below us on this thread's stack, so `f` cannot
     // outlive it); the pointer is never shared with another thread.
-    f(unsafe { p.as_ref() })
+    let w = unsafe { p.as_ref() };
+    f(w.map(|w| Here(w, std::marker::PhantomData)))
 }
 
 /// Pushes through the P of `w`, this thread's M (`None`: this thread is no
@@ -67,7 +81,7 @@ pub(crate) fn with_worker<R>(f: impl FnOnce(Option<&Worker>) -> R) -> R {
 /// core away (see `seat`), and after it has.
 #[inline]
 pub(crate) fn with_core_of<R>(
-    w: Option<&Worker>,
+    w: Option<Here<'_>>,
     task: Runnable,
     f: impl FnOnce(&mut Core, bool, Runnable) -> R,
 ) -> Result<R, Runnable> {
@@ -75,9 +89,8 @@ pub(crate) fn with_core_of<R>(
         return Err(task);
     };
     let mut task = Some(task);
-    // SAFETY: `w` is this thread's M (our caller's contract, as
-    // `with_worker` gives it), the seat's owner; `f` is crate code that
-    // pushes to a queue and does not re-enter the seat.
+    // SAFETY: `w` is this thread's M (a `Here`), the seat's owner; `f` is
+    // crate code that pushes to a queue and does not re-enter the seat.
     let done = unsafe {
         w.machine.seat.access(|c| {
             let core = c.as_mut()?;
@@ -93,7 +106,7 @@ pub(crate) fn with_core_of<R>(
 
 /// This thread's M if it is one of `shared`'s.
 #[inline]
-pub(crate) fn worker_of<'a>(w: Option<&'a Worker>, shared: &Shared) -> Option<&'a Worker> {
+pub(crate) fn worker_of<'a>(w: Option<Here<'a>>, shared: &Shared) -> Option<Here<'a>> {
     w.filter(|w| ptr::eq(&*w.shared, shared))
 }
 
@@ -104,7 +117,7 @@ pub(crate) fn worker_of<'a>(w: Option<&'a Worker>, shared: &Shared) -> Option<&'
 pub(crate) fn with_runtime_of(
     registry: *const Registry,
     task: Runnable,
-    f: impl FnOnce(&Worker, Runnable),
+    f: impl FnOnce(Here<'_>, Runnable),
 ) -> Result<(), Runnable> {
     with_worker(|w| match w {
         Some(w) if ptr::eq(Arc::as_ptr(&w.shared.tasks), registry) => {

@@ -487,7 +487,7 @@ impl Shared {
     #[inline]
     fn enqueue_on(
         self: &Arc<Self>,
-        here: Option<&worker::Worker>,
+        here: Option<context::Here<'_>>,
         task: Runnable,
         yielded: bool,
         edge: bool,
