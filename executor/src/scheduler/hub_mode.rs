@@ -488,6 +488,67 @@ mod tests {
         );
     }
 
+    /// A phase ends once even when two P's end it at the same moment (the
+    /// hub's poll end on one P racing its next poll's end on another): one
+    /// decision, not two with the hold doubled. The two threads meet inside
+    /// the clock read (each has read the phase, neither its start), and a
+    /// thread that goes on to decide waits there, inside its busy-time
+    /// read, up to 50 ms for the other: without the CAS in `note_wakes`
+    /// both get there and both decide (every round, checked by hand); with
+    /// it the other has returned and the wait times out.
+    #[test]
+    fn a_phase_end_raced_by_two_ps_decides_once() {
+        use std::sync::atomic::AtomicUsize;
+        use std::sync::{Arc, Barrier};
+        use std::time::{Duration, Instant};
+        const ROUNDS: usize = 10;
+        let bits = 21 << BATCH_SHIFT;
+        let mut twice = 0;
+        for _ in 0..ROUNDS {
+            let m = Arc::new(HubModes::default());
+            m.claim(bits, HUB, || 0, &at(0, 0));
+            assert_eq!(m.note_wakes(bits, HUB, 1, &at(2, 0)), Decision::None);
+            let gate = Arc::new(Barrier::new(2));
+            let deciding = Arc::new(AtomicUsize::new(0));
+            let end = |m: Arc<HubModes>, gate: Arc<Barrier>, deciding: Arc<AtomicUsize>| {
+                std::thread::spawn(move || {
+                    let first = std::cell::Cell::new(true);
+                    let at = At {
+                        now_ms: move || {
+                            gate.wait();
+                            6
+                        },
+                        busy: move || {
+                            if first.replace(false) {
+                                deciding.fetch_add(1, Relaxed);
+                                let t0 = Instant::now();
+                                while deciding.load(Relaxed) < 2
+                                    && t0.elapsed() < Duration::from_millis(50)
+                                {
+                                    std::thread::yield_now();
+                                }
+                            }
+                            1_000_000
+                        },
+                    };
+                    m.note_wakes(bits, HUB, 100, &at)
+                })
+            };
+            let a = end(m.clone(), gate.clone(), deciding.clone());
+            let b = end(m.clone(), gate, deciding);
+            let decided = [a.join().unwrap(), b.join().unwrap()]
+                .iter()
+                .filter(|d| **d != Decision::None)
+                .count();
+            assert!(decided >= 1, "the measurement ended without a decision");
+            if decided == 2 {
+                twice += 1;
+            }
+            assert_eq!(m.mode(bits), Some(Mode::Keep));
+        }
+        assert_eq!(twice, 0, "{twice} of {ROUNDS} phase ends decided twice");
+    }
+
     #[test]
     fn a_new_hub_from_a_decided_site_starts_held_that_way() {
         static SITE: u8 = 0;
