@@ -20,7 +20,7 @@
 //! queue is `context.rs`.
 
 use super::machine::Machine;
-use super::processor::Core;
+use super::processor::{Core, Processor};
 use super::{BoxCore, Shared};
 use crate::task::Runnable;
 use numa_rt_reactor::coop;
@@ -138,13 +138,16 @@ impl Worker {
             .store(self.machine.id, Relaxed);
         numa_rt_reactor::context::set_current_p(Some(index));
         self.shared.procs[index].set_running(true);
+        // This M's P for the whole loop (it ends when the P goes): indexed
+        // once, not twice per poll (~13 instructions, callgrind).
+        let p = &self.shared.procs[index];
         let lent = loop {
             let task;
-            (core, task) = match self.find_runnable(core) {
+            (core, task) = match self.find_runnable(p, core) {
                 Some(x) => x,
                 None => break false, // shutdown, or given back
             };
-            core = match self.run_task(core, task) {
+            core = match self.run_task(p, core, task) {
                 Some(c) => c,
                 None => break true, // lent by block_in_place, or retaken
             };
@@ -154,7 +157,9 @@ impl Worker {
         lent
     }
 
-    fn run_task(&self, mut core: BoxCore, task: Runnable) -> Option<BoxCore> {
+    /// Runs `task` on `core`, whose processor is `p`.
+    fn run_task(&self, p: &Processor, mut core: BoxCore, task: Runnable) -> Option<BoxCore> {
+        debug_assert_eq!(p.index, core.index);
         if core.spinning {
             // Go's resetspinning: the last spinner to find work wakes another,
             // since there may be more work than it can take — but only if
@@ -174,7 +179,6 @@ impl Worker {
                 }
             }
         }
-        let p = &self.shared.procs[core.index];
         p.metrics.polls.incr();
         // Busy time runs from the first task found to the next search for
         // work (see `counters`); a clock read only when a batch begins.
@@ -237,7 +241,9 @@ impl Worker {
 
     /// Finds the next task, parking when there is none. `None` on shutdown
     /// (the core is then left in its processor's `core_slot`).
-    fn find_runnable(&self, mut core: BoxCore) -> Option<(BoxCore, Runnable)> {
+    /// `p`: `core`'s processor.
+    fn find_runnable(&self, p: &Processor, mut core: BoxCore) -> Option<(BoxCore, Runnable)> {
+        debug_assert_eq!(p.index, core.index);
         let shared = &*self.shared;
         let cfg = &shared.config;
         // Woken from a park and not yet found anything: parking again with
@@ -245,7 +251,6 @@ impl Worker {
         let mut woke = false;
         loop {
             if shared.is_shutdown() {
-                let p = &shared.procs[core.index];
                 core.flush_busy(&p.metrics, false);
                 *p.core_slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(core);
                 return None;
@@ -259,7 +264,7 @@ impl Worker {
                 }
                 continue;
             }
-            let m = &shared.procs[core.index].metrics;
+            let m = &p.metrics;
             // 1. Fairness: the other queues first, once in a while.
             if cfg.global_queue_interval.hits(core.tick) {
                 if let Some(t) = self.machine.local.pop() {
@@ -310,7 +315,6 @@ impl Worker {
                 }
             }
             if !core.bq.is_empty() {
-                let p = &shared.procs[core.index];
                 if p.split.load(Relaxed) && !shared.bq_kept(&core) {
                     if core.bq_split(p, &shared.nodes[core.node].inject) {
                         shared.wake_idle_p(core.node);
@@ -339,7 +343,6 @@ impl Worker {
             }
             core.lifo_polls = 0;
             // The ring ran dry: what the owner shared out is gone.
-            let p = &shared.procs[core.index];
             if p.shared_out.load(Relaxed) {
                 p.shared_out.store(false, Relaxed);
             }
