@@ -30,6 +30,9 @@ PARTS=${PARTS:-"pairs fan0 fanwork http"}
 WORKERS=${WORKERS:-"16 8"}
 ns() { sed -n 's/.*(\([0-9.]*\) ns\/message).*/\1/p' | head -1; }
 T0=$(date +%s)
+# The host: req_resp at 16 workers ran 1.4x tokio with each pair alone on its
+# P; whether 16 vCPUs are 8 cores' hyperthreads was never printed.
+lscpu | grep -E '^(Model name|Thread\(s\) per core|Core\(s\) per socket|Socket\(s\)|NUMA node\(s\))' | tr -s ' '
 # "label:binary:runtime" for each build present.
 BUILDS=()
 [ -x "$D/bench/channels-head" ] && BUILDS+=("head:channels-head:numa_rt")
