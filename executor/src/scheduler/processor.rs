@@ -317,6 +317,16 @@ impl Processor {
         bits != 0 && hubs.keeps(bits)
     }
 
+    /// A thief's request that the owner split its batch queue (`split`).
+    /// Written only when not set yet: every spinning thief that looks asks,
+    /// and a store per look would take the line from its owner each time.
+    #[inline]
+    pub(crate) fn ask_split(&self) {
+        if !self.split.load(Relaxed) {
+            self.split.store(true, Relaxed);
+        }
+    }
+
     /// Whether sysmon marked the poll this P is in as long
     /// (`mark_long_poll`): thieves may take everything they can reach.
     /// (The poll counter is read only when a mark exists.)

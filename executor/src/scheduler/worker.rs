@@ -697,15 +697,18 @@ impl Worker {
                         // Only batch work: the owner's to split (occam-π:
                         // members runnable at once, and this P idle). Its
                         // split wakes an idle P, so parking loses nothing.
-                        victim.split.store(true, Relaxed);
+                        victim.ask_split();
                         *kept = true;
                     }
                     continue;
                 }
                 if victim.runnext_kept(&self.shared.hub_modes) {
-                    // Beside a kept batch: the owner's (asked to split, as
-                    // for a batch queue alone).
-                    victim.split.store(true, Relaxed);
+                    // Beside a kept batch: the owner's. A batch queue
+                    // beside it is asked to split, as when it is alone (a
+                    // kept member in the poll alone leaves nothing to split).
+                    if victim.bq_len.load(Relaxed) != 0 {
+                        victim.ask_split();
+                    }
                     *kept = true;
                     continue;
                 }
