@@ -164,7 +164,8 @@ impl Worker {
             // Go's resetspinning: the last spinner to find work wakes another,
             // since there may be more work than it can take — but only if
             // there is more: other work visible to a spinner after this M
-            // stopped counting as one. A submitter that saw this spinner
+            // stopped counting as one (what it stole and keeps counts not:
+            // `Core::shareable`). A submitter that saw this spinner
             // woke nobody; its push comes before its SeqCst fence and load
             // of `nmspinning`, our SeqCst decrement before our fence and
             // look, so one of us sees the other (the park barrier's
@@ -174,7 +175,7 @@ impl Worker {
             core.spinning = false;
             if self.shared.idle.stop_spinning(core.node) {
                 fence(SeqCst);
-                if core.has_local_work() || self.shared.any_work(core.index, true) {
+                if core.shareable(p, 0) || self.shared.any_work(core.index, true) {
                     self.shared.wake_idle_p(core.node);
                 }
             }
@@ -568,9 +569,10 @@ impl Worker {
         core.driver = Some(driver);
         // The driver queued what it woke here without waking anybody (see
         // `Shared::schedule`). This M runs the next task itself; only if more
-        // are queued is a spinner worth a wake-up (tokio's rule; Go's
-        // `startIdle` wakes one M per extra goroutine).
-        if core.queue.len() > 1 {
+        // are queued than this M keeps for itself is a spinner worth a
+        // wake-up (tokio's rule, bounded by the keep rule; Go's `startIdle`
+        // wakes one M per extra goroutine).
+        if core.queue.len() > 1 && core.shareable(&self.shared.procs[core.index], 1) {
             self.shared.wake_idle_p_hint(core.node);
         }
         core
