@@ -6,11 +6,15 @@
 # plus wrk's own CPU (user+sys seconds over the run, per wrk CPU): when wrk's
 # CPUs are saturated, requests/s measure the client's cost per response.
 #   bash .manycore/manycore_http_client.sh     (~50 s a cell)
-# CELLS (default "busy12 busy8 light"): busy12, 12 workers on CPUs 0-11 with
+# CELLS (default "busy12 busy8 light"; add "burst"): busy12, 12 workers on CPUs 0-11 with
 # wrk -t4 -c256 on 12-15 (run.sh's "busy"); busy8, 8 workers on 0-7 with wrk
 # -t8 -c256 on 8-15; busy4, 4 workers on 0-3 with wrk -t12 -c256 on 4-15 (a
 # client with headroom); light, 16 workers, wrk -t1 -c4 on CPU 15 (run.sh's
-# "light").
+# "light"); burst, 16 workers on 0-14 and examples/burst_client on CPU 15 (4
+# and then 8 requests at once into an idle server, 200 us apart: the first
+# and last answer of each burst; copy the binary into .manycore first:
+# `cargo build --release --example burst_client`, then
+# `cp target/release/examples/burst_client .manycore/`).
 set -u
 # The host: req_resp at 16 workers ran 1.4x tokio with each pair alone on its
 # P; whether 16 vCPUs are 8 cores' hyperthreads was never printed.
@@ -52,3 +56,26 @@ has busy12 && { echo "== busy: 12 workers on 0-11, wrk -t4 -c256 on 12-15"; cell
 has busy8 && { echo "== busy: 8 workers on 0-7, wrk -t8 -c256 on 8-15"; cell 8 0-7 256 8 8-15 5; }
 has busy4 && { echo "== busy: 4 workers on 0-3, wrk -t12 -c256 on 4-15"; cell 4 0-3 256 12 4-15 5; }
 has light && { echo "== light: 16 workers on 0-15, wrk -t1 -c4 on 15"; cell 16 0-15 4 1 15 4; }
+burst() { # NAME PORT CONNS CMD...
+  local name=$1 port=$2 conns=$3; shift 3
+  "$@" >/dev/null 2>&1 & local pid=$!
+  ready "$port" || { echo "$name: server did not start"; kill $pid; wait $pid 2>/dev/null; return; }
+  local t0 c0; t0=$(cpu $pid); c0=$(cs $pid)
+  local out; out=$(taskset -c 15 "$D/burst_client" "$port" "$conns" 5000 200)
+  echo "$name cpu-ticks $(( $(cpu $pid) - t0 )) cs $(( $(cs $pid) - c0 ))"
+  echo "$out" | grep -E ' (request|first|last) '
+  kill $pid 2>/dev/null; wait $pid 2>/dev/null
+}
+if has burst; then
+  if [ -x "$D/burst_client" ]; then
+    for c in 4 8; do
+      echo "== burst: 16 workers on 0-14, $c requests at once from CPU 15, 5,000 bursts 200 us apart"
+      for _ in 1 2 3; do
+        burst numa_rt 18083 $c env NUMA_RT_MAXPROCS=16 taskset -c 0-14 "$D/hello_http" 18083
+        burst tokio 18081 $c taskset -c 0-14 "$D/hello_http_tokio" 18081 16
+      done
+    done
+  else
+    echo "== burst: skipped, no $D/burst_client (see the header)"
+  fi
+fi
