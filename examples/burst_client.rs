@@ -77,6 +77,13 @@ impl Conn {
     }
 }
 
+/// Ends the run with a message naming what failed (the server went away,
+/// answered something that is not HTTP/1.1 with a length, ...).
+fn fail(what: &str, e: impl std::fmt::Display) -> ! {
+    eprintln!("burst_client: {what}: {e}");
+    std::process::exit(1)
+}
+
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
@@ -99,8 +106,12 @@ fn main() {
                 eprintln!("burst_client: cannot connect to 127.0.0.1:{port}: {e}");
                 std::process::exit(1)
             });
-            stream.set_nodelay(true).expect("TCP_NODELAY");
-            stream.set_nonblocking(true).expect("O_NONBLOCK");
+            stream
+                .set_nodelay(true)
+                .unwrap_or_else(|e| fail("TCP_NODELAY", e));
+            stream
+                .set_nonblocking(true)
+                .unwrap_or_else(|e| fail("O_NONBLOCK", e));
             Conn {
                 stream,
                 buf: Vec::new(),
@@ -121,8 +132,11 @@ fn main() {
         let t0 = Instant::now();
         for c in conns.iter_mut() {
             // A request this small fits any socket buffer: one write.
-            let n = c.stream.write(REQUEST).expect("write");
-            assert_eq!(n, REQUEST.len(), "short write");
+            match c.stream.write(REQUEST) {
+                Ok(n) if n == REQUEST.len() => {}
+                Ok(n) => fail("short write", format!("{n} of {} bytes", REQUEST.len())),
+                Err(e) => fail("write", e),
+            }
         }
         let mut pending: Vec<usize> = (0..nconns).collect();
         while !pending.is_empty() {
@@ -144,7 +158,7 @@ fn main() {
                 if e.kind() == ErrorKind::Interrupted {
                     continue;
                 }
-                panic!("poll: {e}");
+                fail("poll", e);
             }
             let ready: Vec<usize> = pending
                 .iter()
@@ -153,7 +167,7 @@ fn main() {
                 .map(|(&i, _)| i)
                 .collect();
             for i in ready {
-                if conns[i].read_some().expect("read") {
+                if conns[i].read_some().unwrap_or_else(|e| fail("read", e)) {
                     done_at[i] = t0.elapsed().as_secs_f64() * 1e6;
                     pending.retain(|&j| j != i);
                 }
