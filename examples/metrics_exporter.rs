@@ -208,6 +208,22 @@ impl Collector for RuntimeCollector {
         )?;
         family(
             &mut enc,
+            "numa_rt_proc_unpark_latency_seconds",
+            "Time from an unpark of a parked thread to it running again, summed.",
+            procs
+                .iter()
+                .map(|p| (p_labels(p), seconds(p.unpark_latency_sum))),
+        )?;
+        family(
+            &mut enc,
+            "numa_rt_proc_unpark_latency_count",
+            "Wake-ups timed in numa_rt_proc_unpark_latency_seconds.",
+            procs
+                .iter()
+                .map(|p| (p_labels(p), counter(p.unpark_latency_count))),
+        )?;
+        family(
+            &mut enc,
             "numa_rt_proc_budget_forced_yields",
             "Polls ended by the cooperative budget.",
             procs

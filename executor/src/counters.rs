@@ -121,6 +121,10 @@ pub(crate) struct ProcCounters {
     pub(crate) handbacks: Counter,
     /// Polls that returned `Pending` because the cooperative budget ran out.
     pub(crate) forced_yields: Counter,
+    /// Unpark-to-run latency: nanoseconds from a waker's unpark of this P's
+    /// M to that M running again, summed, and how many such wake-ups.
+    pub(crate) unpark_latency_ns: Counter,
+    pub(crate) unpark_latencies: Counter,
     /// One counter per bucket when the poll-time histogram is on.
     pub(crate) poll_histogram: Option<Box<[Counter]>>,
     /// Nanoseconds inside task polls, summed only while the histogram is on
@@ -131,6 +135,9 @@ pub(crate) struct ProcCounters {
     _shared: NewLine,
     /// Written by wakers on any thread (`incr_shared`).
     pub(crate) unparks: Counter,
+    /// When the last unpark of this P's M was sent (`task::epoch_ns`, 0:
+    /// none pending); written by wakers, taken by the M when it wakes.
+    pub(crate) unparked_at_ns: std::sync::atomic::AtomicU64,
     /// Written by the monitor thread (`incr_shared`).
     pub(crate) retakes: Counter,
     /// Times sysmon offered the P's queue (`sysmon::offer_queue`); written
@@ -176,6 +183,17 @@ impl ProcCounters {
             since => now_ns.saturating_sub(since - 1),
         };
         self.busy_ns.get() + open
+    }
+
+    /// The P's M is back from a blocking park: if an unpark was sent to it,
+    /// records how long ago (the unpark-to-run latency). Called by that M.
+    pub(crate) fn note_woken(&self) {
+        let at = self.unparked_at_ns.swap(0, Relaxed);
+        if at != 0 {
+            let now = crate::task::epoch_ns(std::time::Instant::now());
+            self.unpark_latency_ns.add(now.saturating_sub(at));
+            self.unpark_latencies.incr();
+        }
     }
 
     /// Adds a batch: `busy_ns` held, `polls` task polls in it. The batch's

@@ -61,6 +61,14 @@ pub struct ProcMetrics {
     /// Times this P's M woke from a park and found nothing to run before it
     /// parked again. Each one is a context switch that bought nothing.
     pub spurious_wakeups: u64,
+    /// Unpark-to-run latency: the time from a waker's unpark of this P's M
+    /// to that M running again, summed over the wake-ups counted in
+    /// [`ProcMetrics::unpark_latency_count`] (their mean is what a wake-up
+    /// costs in time on this machine: a woken M that arrives after the work
+    /// it was woken for is done finds nothing, see `spurious_wakeups`).
+    pub unpark_latency_sum: Duration,
+    /// Wake-ups timed in [`ProcMetrics::unpark_latency_sum`].
+    pub unpark_latency_count: u64,
     /// Wakes from inside a task's poll on this P of a task already in the
     /// waker's batch (tasks that talk to each other; see
     /// docs/architecture.md, "Batches").
@@ -183,6 +191,11 @@ pub struct NodeMetrics {
     pub unparks: u64,
     /// Wake-ups of the node's M's that found nothing to run.
     pub spurious_wakeups: u64,
+    /// Unpark-to-run latency summed over the node's P's (see
+    /// [`ProcMetrics::unpark_latency_sum`]).
+    pub unpark_latency_sum: Duration,
+    /// Wake-ups timed in [`NodeMetrics::unpark_latency_sum`].
+    pub unpark_latency_count: u64,
     /// Other P's pollers drained by the node's watcher.
     pub helps: u64,
     /// Tasks stolen by the node's P's (from any P or node queue).
@@ -342,6 +355,8 @@ impl RuntimeMetrics {
             parks: m.parks.get(),
             unparks: m.unparks.get(),
             spurious_wakeups: m.spurious_wakeups.get(),
+            unpark_latency_sum: Duration::from_nanos(m.unpark_latency_ns.get()),
+            unpark_latency_count: m.unpark_latencies.get(),
             batch_wakes: m.batch_wakes.get(),
             batch_joins: m.batch_joins.get(),
             batch_queued: m.batch_queued.get(),
@@ -392,6 +407,8 @@ impl RuntimeMetrics {
             parks: procs.iter().map(|p| p.parks).sum(),
             unparks: procs.iter().map(|p| p.unparks).sum(),
             spurious_wakeups: procs.iter().map(|p| p.spurious_wakeups).sum(),
+            unpark_latency_sum: procs.iter().map(|p| p.unpark_latency_sum).sum(),
+            unpark_latency_count: procs.iter().map(|p| p.unpark_latency_count).sum(),
             helps: procs.iter().map(|p| p.helps).sum(),
             tasks_stolen: procs.iter().map(|p| p.tasks_stolen).sum(),
             migrated_polls: procs.iter().map(|p| p.migrated_polls).sum(),

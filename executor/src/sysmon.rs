@@ -851,7 +851,8 @@ pub(crate) fn schedtrace(shared: &Arc<Shared>, detail: bool) -> String {
         let _ = writeln!(
             out,
             "  node={n} procs={procs} idleprocs={} spinningthreads={} runqueue={} watcher={watcher} \
-             busy={}ms polls={} steals={} migrated={} remotesteals={} parks={} unparks={} spurious={}",
+             busy={}ms polls={} steals={} migrated={} remotesteals={} parks={} unparks={} spurious={} \
+             unparklat={}us",
             node.idle_procs,
             node.spinning_machines,
             node.queue_depth,
@@ -863,6 +864,11 @@ pub(crate) fn schedtrace(shared: &Arc<Shared>, detail: bool) -> String {
             node.parks,
             node.unparks,
             node.spurious_wakeups,
+            // The mean over the run so far (0 before the first timed wake-up).
+            node.unpark_latency_sum
+                .as_micros()
+                .checked_div(u128::from(node.unpark_latency_count))
+                .unwrap_or(0),
         );
     }
     if detail {

@@ -191,6 +191,46 @@ fn an_idle_runtime_stays_asleep() {
     }
 }
 
+/// Every unpark of a parked M is timed until that M runs
+/// (`unpark_latency_sum` / `unpark_latency_count`): a plain thread hands
+/// tasks to an idle runtime, whose woken M's take a sample each. Nothing
+/// about the latency's size is asserted, only that wake-ups are timed and
+/// never more of them than there were unparks.
+#[test]
+fn unparks_are_timed_until_the_woken_m_runs() {
+    let rt = Builder::new().max_procs(2).build().unwrap();
+    let deadline = Instant::now() + HANG;
+    let timed = |rt: &Runtime| {
+        let m = rt.metrics();
+        let procs = m.procs();
+        (
+            procs.iter().map(|p| p.unpark_latency_count).sum::<u64>(),
+            procs.iter().map(|p| p.unpark_latency_sum).sum::<Duration>(),
+        )
+    };
+    // Until a few wake-ups are timed (bounded): each round leaves the
+    // runtime idle, so its M's park, then spawns from this thread, which
+    // unparks one of them.
+    while timed(&rt).0 < 3 && Instant::now() < deadline {
+        let (tx, rx) = mpsc::channel();
+        drop(rt.spawn(async move { tx.send(()).unwrap() }));
+        rx.recv_timeout(HANG)
+            .expect("a task handed to an idle runtime ran");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let (count, sum) = timed(&rt);
+    let (_, unparks) = parks_and_unparks(&rt);
+    assert!(count >= 3, "only {count} timed wake-ups within {HANG:?}");
+    assert!(
+        count <= unparks,
+        "{count} timed wake-ups for {unparks} unparks"
+    );
+    assert!(sum > Duration::ZERO);
+    let node = rt.metrics().node(0);
+    assert_eq!(node.unpark_latency_count, count, "the node sums its P's");
+    eprintln!("{count} wake-ups timed, mean {:?}", sum / count as u32);
+}
+
 /// Spawns a few tasks so every P has run something.
 async fn rt_touch() {
     let hs: Vec<_> = (0..32)

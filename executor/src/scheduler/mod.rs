@@ -703,7 +703,13 @@ impl Shared {
 
     /// Wakes the M parked in P `p`'s driver (counted in the P's metrics).
     pub(crate) fn unpark(&self, p: usize) {
-        self.procs[p].metrics.unparks.incr_shared();
+        let m = &self.procs[p].metrics;
+        m.unparks.incr_shared();
+        // For the unpark-to-run latency (`Worker::park` takes it). Relaxed:
+        // a statistic; a later unpark before the M runs overwrites it, and
+        // the latency is then the later one's.
+        let now = crate::task::epoch_ns(std::time::Instant::now()).max(1);
+        m.unparked_at_ns.store(now, Relaxed);
         self.procs[p].unparker.unpark();
     }
 

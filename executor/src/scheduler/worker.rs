@@ -506,6 +506,9 @@ impl Worker {
                 Err(c) => c,
             };
             core = self.poll_driver(core, true);
+            // A targeted wake (a pinned task, the quota) unparks this M too:
+            // its sample is taken here, not left for a later park.
+            p.metrics.note_woken();
         }
     }
 
@@ -781,6 +784,9 @@ impl Worker {
             shared.procs[idx].metrics.parks.incr();
             core.flush_busy(&shared.procs[idx].metrics, false);
             core = self.poll_driver(core, true);
+            // Woken by an unpark (or by I/O after one was sent): how long
+            // the wake-up took to get this M running.
+            shared.procs[idx].metrics.note_woken();
         }
         match shared.idle.reclaim(idx) {
             super::idle::Reclaim::Spinning => core.spinning = true,
