@@ -137,7 +137,7 @@ pub(crate) struct ProcCounters {
     pub(crate) unparks: Counter,
     /// When the last unpark of this P's M was sent (`task::epoch_ns`, 0:
     /// none pending); written by wakers, taken by the M when it wakes.
-    pub(crate) unparked_at_ns: std::sync::atomic::AtomicU64,
+    pub(crate) unparked_at_ns: AtomicU64,
     /// Written by the monitor thread (`incr_shared`).
     pub(crate) retakes: Counter,
     /// Times sysmon offered the P's queue (`sysmon::offer_queue`); written
@@ -185,11 +185,14 @@ impl ProcCounters {
         self.busy_ns.get() + open
     }
 
-    /// The P's M is back from a blocking park: if an unpark was sent to it,
-    /// records how long ago (the unpark-to-run latency). Called by that M.
-    pub(crate) fn note_woken(&self) {
+    /// The P's M is back from a park that began at `since` (`task::epoch_ns`):
+    /// if an unpark was sent to it since then, records how long ago (the
+    /// unpark-to-run latency). An older stamp is dropped unrecorded: an
+    /// unpark that raced the M's last wake-up, whose time would span the
+    /// M's run between two parks. Called by that M.
+    pub(crate) fn note_woken(&self, since: u64) {
         let at = self.unparked_at_ns.swap(0, Relaxed);
-        if at != 0 {
+        if at >= since.max(1) {
             let now = crate::task::epoch_ns(std::time::Instant::now());
             self.unpark_latency_ns.add(now.saturating_sub(at));
             self.unpark_latencies.incr();
