@@ -760,6 +760,14 @@ fn own_timer_and_unpark_reach(d0: &mut numa_rt_reactor::Driver) {
 /// watch, another P's socket, its own timer and its own unpark; and an M
 /// that parks while the host runs takes the role and the watch back, so
 /// the host's poller is watched again.
+///
+/// The reactor's monitor runs beside the test: whenever the test thread,
+/// holding P 0 and the role, stays out of its park for a whole monitor tick
+/// (likely under ThreadSanitizer, possible on a busy machine), the monitor
+/// takes the watch back and P 0's next park hosts it again. So the test
+/// counts give-backs that were not the monitor's: P 0's own score must
+/// never give the watch back while its wake-ups keep coming from its own
+/// poller.
 #[test]
 fn a_holder_hosts_the_watch_and_still_sees_the_whole_node() {
     let (reactor, mut d, _g) = setup(2);
@@ -774,6 +782,11 @@ fn a_holder_hosts_the_watch_and_still_sees_the_whole_node() {
         .poll_read(&mut Context::from_waker(&waker), &mut buf)
         .is_pending());
     let hostings = |p| reactor.driver_stats(p).watch_hostings;
+    // Give-backs by the driver itself (score or role move), not the monitor.
+    let own_unhostings = |p| {
+        let st = reactor.driver_stats(p);
+        st.watch_unhostings - st.watch_releases
+    };
     for _ in 0..3 {
         own_event_round(&mut d0, &mut a, &mut b, &count, &waker);
     }
@@ -781,7 +794,8 @@ fn a_holder_hosts_the_watch_and_still_sees_the_whole_node() {
     for _ in 0..3 {
         own_event_round(&mut d0, &mut a, &mut b, &count, &waker);
     }
-    assert_eq!(hostings(0), 1, "P 0's poller hosts the watch");
+    assert!(hostings(0) >= 1, "P 0's poller hosts the watch");
+    assert_eq!(own_unhostings(0), 0, "only the monitor took the watch back");
     assert_eq!(reactor.watcher(0), Some(0));
 
     // Another P's socket, seen through the hosted watch.
@@ -809,7 +823,11 @@ fn a_holder_hosts_the_watch_and_still_sees_the_whole_node() {
         own_event_round(&mut d0, &mut a, &mut b, &count, &waker);
     }
     own_timer_and_unpark_reach(&mut d0);
-    assert_eq!(hostings(0), 1, "P 0 kept hosting throughout");
+    assert_eq!(
+        own_unhostings(0),
+        0,
+        "P 0 kept hosting throughout (a foreign event must not end it)"
+    );
 
     // P 0 "runs" (not parked); P 1 parks and takes the role: P 0's poller
     // rejoins the watch, and P 1 sees P 0's socket.

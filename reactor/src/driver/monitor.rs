@@ -318,7 +318,9 @@ impl Monitor {
                                 watch,
                                 host: false,
                             };
-                            watch.role.release_host(h, &ops);
+                            if watch.role.release_host(h, &ops) {
+                                sh.ps[h].stats.releases.fetch_add(1, Relaxed);
+                            }
                             continue;
                         }
                         if !ready.stale(watch, &last_drains, &drains) {

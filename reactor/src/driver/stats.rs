@@ -26,6 +26,11 @@ pub(super) struct Stats {
     /// Times this P's io poller took its node's watch epoll in (hosting,
     /// see `watch_ops`).
     pub(super) hostings: AtomicU64,
+    /// Times this P's io poller gave the watch back, for any reason.
+    pub(super) unhostings: AtomicU64,
+    /// Of those, the monitor's (its holder stayed out of its park a whole
+    /// tick: `monitor`, the rescue).
+    pub(super) releases: AtomicU64,
 }
 
 /// What one P's driver did since the reactor was built.
@@ -48,6 +53,16 @@ pub struct DriverStats {
     /// `epoll_wait` per event on it instead of two; see docs/architecture.md,
     /// "Hosting").
     pub watch_hostings: u64,
+    /// Times this P's io poller gave the watch back: its M's hosting score
+    /// fell to 0, the role moved away, or the monitor took it back
+    /// (below). Each hosting and give-back costs two `epoll_ctl`s under the
+    /// kernel's global epoll mutex: a count that keeps pace with
+    /// `watch_hostings` under steady load means churn.
+    pub watch_unhostings: u64,
+    /// Of `watch_unhostings`, the monitor's: the holder hosting the watch
+    /// stayed out of its park for a whole monitor tick, so its poller went
+    /// back into the watch where a parked M can see its events.
+    pub watch_releases: u64,
 }
 
 impl PState {
@@ -72,6 +87,8 @@ impl Reactor {
             watch_handoffs: st.handoffs.load(Ordering::Relaxed),
             sources_moved_in: st.moves_in.load(Ordering::Relaxed),
             watch_hostings: st.hostings.load(Ordering::Relaxed),
+            watch_unhostings: st.unhostings.load(Ordering::Relaxed),
+            watch_releases: st.releases.load(Ordering::Relaxed),
         }
     }
 

@@ -58,8 +58,10 @@ pub(super) trait WatchOps {
     /// gives the watch back if P `p`'s poller hosts it.
     fn disarm(&self, p: usize);
     /// Gives the watch back if P `p`'s poller hosts it (the driver's
-    /// "Hosting"): its poller rejoins the watch.
-    fn unhost(&self, p: usize);
+    /// "Hosting"): its poller rejoins the watch. Returns whether it gave it
+    /// back (false for a poller that did not host it, or whose give-back
+    /// failed and so still hosts it).
+    fn unhost(&self, p: usize) -> bool;
     /// Whether P `p`'s M is blocked (or about to block) in its park epoll.
     fn is_parked(&self, p: usize) -> bool;
 }
@@ -198,11 +200,10 @@ impl Role {
     /// Called by the monitor: if `holder` still holds the role and is still
     /// running, its poller gives the watch back (if it hosts it), so that
     /// the next tick's rescue sees that poller's events in the watch.
-    pub(super) fn release_host(&self, holder: usize, ops: &impl WatchOps) {
+    /// Returns whether the watch was given back.
+    pub(super) fn release_host(&self, holder: usize, ops: &impl WatchOps) -> bool {
         let w = self.watcher.lock().unwrap_or_else(|e| e.into_inner());
-        if *w == Some(holder) && !ops.is_parked(holder) {
-            ops.unhost(holder);
-        }
+        *w == Some(holder) && !ops.is_parked(holder) && ops.unhost(holder)
     }
 
     /// The current watcher (diagnostics and tests).
@@ -240,8 +241,8 @@ mod models {
             self.on.fetch_and(!(1 << p), SeqCst);
             self.unhost(p);
         }
-        fn unhost(&self, p: usize) {
-            self.hosted.fetch_and(!(1 << p), SeqCst);
+        fn unhost(&self, p: usize) -> bool {
+            self.hosted.fetch_and(!(1 << p), SeqCst) & (1 << p) != 0
         }
         fn is_parked(&self, p: usize) -> bool {
             self.parked[p].load(SeqCst)

@@ -144,11 +144,11 @@ impl WatchOps for Ops<'_> {
         }
         ps.armed.store(left, Ordering::Relaxed);
     }
-    fn unhost(&self, p: usize) {
+    fn unhost(&self, p: usize) -> bool {
         let ps = &self.shared.ps[p];
         // Relaxed: under the role lock (see `PState::hosted`).
         if !ps.hosted.load(Ordering::Relaxed) {
-            return;
+            return false;
         }
         let watch = self.watch.epoll.as_raw_fd();
         match sys::epoll_unnest(ps.io_fd, watch) {
@@ -157,15 +157,18 @@ impl WatchOps for Ops<'_> {
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
             Err(e) => {
                 debug_assert!(false, "taking the watch out of P{p}'s poller: {e}");
-                return;
+                return false;
             }
         }
         if self.rejoin(p) {
             ps.hosted.store(false, Ordering::Relaxed);
+            ps.stats.unhostings.fetch_add(1, Ordering::Relaxed);
+            true
         } else {
             // Keep hosting rather than leave the poller in neither; `hosted`
             // stays set, so the next unhost tries again.
             let _ = sys::epoll_nest(ps.io_fd, watch, WATCH_IN_IO);
+            false
         }
     }
     fn is_parked(&self, p: usize) -> bool {
