@@ -27,7 +27,7 @@
 //! wake paths of different nodes never meet. The loom models of the barrier
 //! are in `idle/tests.rs`.
 
-use crate::loom::atomic::{AtomicU64, AtomicUsize, Ordering::*};
+use crate::loom::atomic::{AtomicUsize, Ordering::*};
 use crate::loom::Mutex;
 
 /// Where a P stands with respect to the idle list.
@@ -59,47 +59,6 @@ struct NodeCounts {
     retired: AtomicUsize,
     /// P's of the node.
     nprocs: usize,
-    /// The node's parked mask, bit `k` for the node's `k`-th P (the first
-    /// [`MASK_WORDS`]` * 64`; any further P is never marked): set while the
-    /// P is released (from `release` until its M is back from its driver
-    /// or takes the P back: idle, or woken and not yet run by its M). Go's `idlepMask`. A thief reads one word where it
-    /// would read two or three of each victim's lines, and skips the
-    /// marked: a released P's queues are empty (its M emptied them before
-    /// releasing it, only the owner pushes there) but for two moments its
-    /// own M covers: between `release` and the re-check that finds its own
-    /// local work (the M then runs it), and while its driver fires what
-    /// woke it, which queues tasks on the P; the M clears the bit before
-    /// it queues the first of them (`unmark`, from the schedule function's
-    /// in-driver path).
-    /// Written by the P's own M only, under the lock but for `unmark`;
-    /// SeqCst so that the clear in `reclaim` comes before the M's
-    /// later pushes and the submitter's fence (the barrier: a re-check
-    /// after the parker's fence that skips by this mask still sees every
-    /// P the submitter's wake-up decision counted on).
-    parked: [AtomicU64; MASK_WORDS],
-}
-
-/// Words of a node's parked mask (`NodeCounts::parked`): 128 P's per node
-/// marked, on the counters' own cache line. A node with more P's has its
-/// further ones scanned always, as before the mask.
-const MASK_WORDS: usize = 2;
-
-/// A snapshot of one node's parked mask ([`Idle::parked`]).
-#[derive(Clone, Copy)]
-pub(crate) struct Parked {
-    /// The node's first P.
-    first: usize,
-    words: [u64; MASK_WORDS],
-}
-
-impl Parked {
-    /// Whether P `p` (of this node) was released when the snapshot was
-    /// taken, so that its queues hold nothing a thief may take.
-    #[inline]
-    pub(crate) fn has(&self, p: usize) -> bool {
-        let k = p.wrapping_sub(self.first);
-        k < MASK_WORDS * 64 && self.words[k / 64] & (1 << (k % 64)) != 0
-    }
 }
 
 pub(crate) struct Idle {
@@ -193,7 +152,6 @@ impl Idle {
                 nmspinning: AtomicUsize::new(0),
                 retired: AtomicUsize::new(0),
                 nprocs: node_of.iter().filter(|&&k| k == n).count(),
-                parked: [(); MASK_WORDS].map(|()| AtomicU64::new(0)),
             })
             .collect::<Box<[_]>>();
         let mut seen = vec![0u32; nodes];
@@ -231,54 +189,6 @@ impl Idle {
     fn place(&self, p: usize) -> (usize, u32) {
         let (n, k) = self.place[p];
         (n as usize, k)
-    }
-
-    /// Marks the `k`-th P of `node` released or not; by the P's own M,
-    /// under the node's lock (see `NodeCounts::parked`).
-    fn mark_parked(&self, node: usize, k: u32, on: bool) {
-        let k = k as usize;
-        if k >= MASK_WORDS * 64 {
-            return;
-        }
-        let word = &self.nodes[node].parked[k / 64];
-        let bit = 1u64 << (k % 64);
-        // SeqCst: see `NodeCounts::parked` (the barrier). Only this P's M
-        // writes its bit, so the Relaxed look before the clear cannot miss
-        // a set bit: it saves `reclaim` a second locked RMW after `unmark`.
-        if on {
-            word.fetch_or(bit, SeqCst);
-        } else if word.load(Relaxed) & bit != 0 {
-            word.fetch_and(!bit, SeqCst);
-        }
-    }
-
-    /// P `p`'s parked M, inside its driver, is about to queue a task it
-    /// fired on the P (its own timers, its I/O, the pollers it drained as
-    /// the node's watcher): from here the P's queues may hold work although
-    /// it stays on the idle list until `reclaim`, and thieves (one it wakes
-    /// to share that work, or spinners already looking) must not skip it.
-    /// No lock: only the P's own M writes its bit.
-    pub(crate) fn unmark(&self, p: usize) {
-        let (node, k) = self.place(p);
-        self.mark_parked(node, k, false);
-    }
-
-    /// A snapshot of `node`'s parked mask: which of its P's a thief or a
-    /// parker's re-check may skip. One load for a node of up to 64 P's.
-    #[inline]
-    pub(crate) fn parked(&self, node: usize) -> Parked {
-        let n = &self.nodes[node];
-        let mut words = [0; MASK_WORDS];
-        let used = n.nprocs.div_ceil(64).min(MASK_WORDS);
-        for (w, a) in words.iter_mut().zip(&n.parked[..used]) {
-            // SeqCst: the re-check's side of the barrier (after its fence);
-            // a thief's pass only needs a hint, and on x86 both are a mov.
-            *w = a.load(SeqCst);
-        }
-        Parked {
-            first: self.first[node],
-            words,
-        }
     }
 
     /// Idle P's, all nodes.
@@ -407,7 +317,6 @@ impl Idle {
         list.push(k);
         list.state[k as usize] = PState::Idle;
         self.nodes[node].npidle.fetch_add(1, SeqCst);
-        self.mark_parked(node, k, true);
     }
 
     /// The P's own M retires it (it is above the CPU quota; it was running).
@@ -447,12 +356,10 @@ impl Idle {
                 list.unlink(k);
                 list.state[k as usize] = PState::Running;
                 self.nodes[node].npidle.fetch_sub(1, SeqCst);
-                self.mark_parked(node, k, false);
                 Reclaim::Plain
             }
             PState::Woken { spinning } => {
                 list.state[k as usize] = PState::Running;
-                self.mark_parked(node, k, false);
                 if spinning {
                     Reclaim::Spinning
                 } else {

@@ -505,10 +505,6 @@ impl Shared {
             // (The node's queue, for an overflowing ring, is looked up only
             // where a task goes to the ring: 9 instructions per wake.)
             if in_driver {
-                // A parked M's driver firing: the P is still released, and
-                // a thief must not skip it from here on (`Idle::unmark`; a
-                // load once the bit is clear, or for a P that never was).
-                self.idle.unmark(core.index);
                 core.queue.push_back(task, &self.nodes[core.node].inject);
                 None
             } else if yielded {
@@ -816,17 +812,11 @@ impl Shared {
         }
         // What `Worker::steal` may take, in its order: this node's rings, and
         // only if none of them holds even kept work, saturated nodes' queues.
-        // Released P's are skipped as the steal skips them: their queues
-        // are empty (see `idle::NodeCounts::parked`, which also tells why
-        // this keeps the barrier).
-        let look = |k: usize, n: &Node| {
+        let look = |n: &Node| {
             let mut seen = Look::Nothing;
-            let parked = self.idle.parked(k);
             for q in &self.procs[n.procs.clone()] {
-                if q.index == me || parked.has(q.index) {
-                    continue;
-                }
                 match q.steal_look(&self.hub_modes) {
+                    _ if q.index == me => {}
                     Look::Stealable => return Look::Stealable,
                     Look::Kept => seen = Look::Kept,
                     Look::Nothing => {}
@@ -834,15 +824,13 @@ impl Shared {
             }
             seen
         };
-        match look(p.node, &self.nodes[p.node]) {
+        match look(&self.nodes[p.node]) {
             Look::Stealable => return true,
             Look::Kept => return false,
             Look::Nothing => {}
         }
         self.nodes.iter().enumerate().any(|(k, n)| {
-            k != p.node
-                && self.saturated(k)
-                && (!n.inject.is_empty() || look(k, n) == Look::Stealable)
+            k != p.node && self.saturated(k) && (!n.inject.is_empty() || look(n) == Look::Stealable)
         })
     }
 

@@ -686,16 +686,10 @@ impl Worker {
             return Pass::Nothing;
         }
         let (mut rings, mut runnexts) = (false, false);
-        // Released P's have nothing to take: one load for the node instead
-        // of the three of each such victim (Go's `idlepMask`).
-        let parked = self
-            .shared
-            .idle
-            .parked(self.shared.procs[victims.start].node);
         let start = core.rand(n);
         for i in 0..n {
             let v = victims.start + (start + i) % n;
-            if v == core.index || parked.has(v) {
+            if v == core.index {
                 continue;
             }
             let victim = &self.shared.procs[v];

@@ -29,43 +29,6 @@ fn release_reclaim_and_wake() {
 
 #[cfg(not(loom))]
 #[test]
-fn the_parked_mask_marks_released_ps_until_their_m_takes_them_back() {
-    // Two nodes, the second with 130 P's: its P's beyond 128 are never
-    // marked (always scanned).
-    let mut node_of = vec![0, 0, 0];
-    node_of.extend(std::iter::repeat_n(1, 130));
-    let idle = Idle::new(node_of, 2);
-    let none = |n| (0..133).filter(|&p| idle.parked(n).has(p)).count();
-    assert_eq!((none(0), none(1)), (0, 0));
-    idle.release(1);
-    assert!(idle.parked(0).has(1));
-    assert!(!idle.parked(0).has(0) && !idle.parked(0).has(2));
-    // Only node 0's P's belong to its snapshot.
-    assert!(!idle.parked(1).has(1));
-    // Woken for spinning: still released until its M runs it.
-    assert!(idle.try_claim_spinner(0));
-    assert_eq!(idle.pop_for_spinning(0), Some(1));
-    assert!(idle.parked(0).has(1));
-    assert_eq!(idle.reclaim(1), Reclaim::Spinning);
-    assert!(!idle.parked(0).has(1));
-    // A targeted wake, then the plain reclaim.
-    idle.release(2);
-    assert!(idle.take_specific(2));
-    assert!(idle.parked(0).has(2));
-    assert_eq!(idle.reclaim(2), Reclaim::Plain);
-    assert_eq!(none(0), 0);
-    // Node 1: its 65th and 128th P are marked, its 129th is not.
-    for p in [3 + 64, 3 + 127, 3 + 128] {
-        idle.release(p);
-    }
-    let parked = idle.parked(1);
-    assert!(parked.has(3 + 64) && parked.has(3 + 127));
-    assert!(!parked.has(3 + 128), "beyond the mask: never marked");
-    assert_eq!(none(1), 2);
-}
-
-#[cfg(not(loom))]
-#[test]
 fn spinning_is_limited_to_half_the_busy_procs() {
     let idle = Idle::new(vec![0; 4], 1);
     assert!(idle.may_spin(0));
@@ -153,48 +116,6 @@ mod models {
     #[test]
     fn barrier_plain_parker() {
         model(false);
-    }
-
-    /// The parked mask in the re-check: P 1 was released and its M takes
-    /// it back and pushes work to its own ring (clearing its bit, then the
-    /// push, then the submitter's fence and wake-up decision), while P 0's
-    /// spinner gives up and parks, its re-check skipping every P the mask
-    /// marks released (as `Shared::any_work` does). Either the re-check
-    /// finds P 1 unmarked and sees the work, or the submitter wakes P 0.
-    #[test]
-    fn barrier_with_the_parked_mask() {
-        loom::model(|| {
-            let idle = Arc::new(Idle::new(vec![0, 0], 1));
-            idle.release(1);
-            idle.start_spinning(0);
-            let work = Arc::new(AtomicBool::new(false));
-            let woken = Arc::new(AtomicBool::new(false));
-            let (i2, w2, k2) = (idle.clone(), work.clone(), woken.clone());
-            let submitter = thread::spawn(move || {
-                // P 1's M: woken by its own I/O, takes its P back and queues
-                // what it woke on its own ring; then Shared::wake_idle_p(0).
-                assert_eq!(i2.reclaim(1), Reclaim::Plain);
-                w2.store(true, Relaxed);
-                fence(SeqCst);
-                if i2.try_claim_spinner(0) {
-                    if i2.pop_for_spinning(0).is_some() {
-                        k2.store(true, Relaxed);
-                    } else {
-                        i2.stop_spinning(0);
-                    }
-                }
-            });
-            // P 0's spinner parks.
-            idle.release(0);
-            idle.stop_spinning(0);
-            fence(SeqCst);
-            let saw_work = !idle.parked(0).has(1) && work.load(Relaxed);
-            submitter.join().unwrap();
-            assert!(
-                saw_work || woken.load(Relaxed),
-                "lost wake-up: the re-check skipped a P the mask still marked released"
-            );
-        });
     }
 
     /// Cross-node fallback: node 0's only P is inside a task (node 0 is
