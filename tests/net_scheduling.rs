@@ -423,7 +423,13 @@ fn long_poll_while_a_reader_waits(warm: usize) {
         served,
         "the reply on connection 2 was not read while the other task looped"
     );
-    let hostings: u64 = rt.metrics().procs().iter().map(|p| p.watch_hostings).sum();
-    println!("watch hostings: {hostings}");
+    let procs = rt.metrics().procs();
+    let sum = |f: fn(&numa_rt::metrics::ProcMetrics) -> u64| procs.iter().map(f).sum::<u64>();
+    println!(
+        "watch hostings: {}, give-backs: {} (the monitor's: {})",
+        sum(|p| p.watch_hostings),
+        sum(|p| p.watch_unhostings),
+        sum(|p| p.watch_releases)
+    );
     drop((p1, p2));
 }

@@ -128,6 +128,17 @@ pub struct ProcMetrics {
     /// A count that keeps climbing under steady load means the watcher
     /// role keeps moving between P's.
     pub watch_hostings: u64,
+    /// Times this P's io poller gave the watch back: its M's wake-ups
+    /// stopped coming from its own poller, the watcher role moved on, or
+    /// sysmon's monitor took it back (`watch_releases`). Each hosting and
+    /// each give-back is a pair of `epoll_ctl`s under the kernel's global
+    /// epoll mutex: give-backs that keep pace with `watch_hostings` under
+    /// steady load are churn.
+    pub watch_unhostings: u64,
+    /// Of `watch_unhostings`, the monitor's: the hosting watcher stayed out
+    /// of its park for a whole monitor tick (a long run of tasks), so its
+    /// poller went back into the watch, where a parked M sees its events.
+    pub watch_releases: u64,
     /// Root tasks (spawned right after an accept) sent to this P round-robin.
     pub root_tasks_received: u64,
     /// Times this P went back to the M that lent it away in `block_in_place`.
@@ -370,6 +381,8 @@ impl RuntimeMetrics {
             watch_handoffs: driver.watch_handoffs,
             sources_moved_in: driver.sources_moved_in,
             watch_hostings: driver.watch_hostings,
+            watch_unhostings: driver.watch_unhostings,
+            watch_releases: driver.watch_releases,
             root_tasks_received: m.root_tasks_received.get(),
             handbacks: m.handbacks.get(),
             retakes: m.retakes.get(),
