@@ -185,14 +185,27 @@ impl ProcCounters {
         self.busy_ns.get() + open
     }
 
-    /// The P's M is back from a park that began at `since` (`task::epoch_ns`):
-    /// if an unpark was sent to it since then, records how long ago (the
-    /// unpark-to-run latency). An older stamp is dropped unrecorded: an
-    /// unpark that raced the M's last wake-up, whose time would span the
-    /// M's run between two parks. Called by that M.
-    pub(crate) fn note_woken(&self, since: u64) {
+    /// The P's M is about to release its P and park: a stamp left by an
+    /// unpark that raced its last wake-up is dropped, so that it is not read
+    /// at the next wake-up as a wait spanning the M's whole run. Any waker
+    /// that finds the P idle does so after the release (the idle lock), so
+    /// its stamp comes after this store. A load first: most parks find none.
+    pub(crate) fn forget_unpark(&self) {
+        if self.unparked_at_ns.load(Relaxed) != 0 {
+            self.unparked_at_ns.store(0, Relaxed);
+        }
+    }
+
+    /// The P's M is back from a park: if an unpark was sent to it since
+    /// [`ProcCounters::forget_unpark`], records how long ago (the
+    /// unpark-to-run latency). Called by that M; a load first, so a park
+    /// ended by I/O or by its own re-check costs no locked instruction.
+    pub(crate) fn note_woken(&self) {
+        if self.unparked_at_ns.load(Relaxed) == 0 {
+            return;
+        }
         let at = self.unparked_at_ns.swap(0, Relaxed);
-        if at >= since.max(1) {
+        if at != 0 {
             let now = crate::task::epoch_ns(std::time::Instant::now());
             self.unpark_latency_ns.add(now.saturating_sub(at));
             self.unpark_latencies.incr();

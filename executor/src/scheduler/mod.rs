@@ -705,11 +705,14 @@ impl Shared {
     pub(crate) fn unpark(&self, p: usize) {
         let m = &self.procs[p].metrics;
         m.unparks.incr_shared();
-        // For the unpark-to-run latency (`Worker::park` takes it). Relaxed:
-        // a statistic; a later unpark before the M runs overwrites it, and
-        // the latency is then the later one's.
-        let now = crate::task::epoch_ns(std::time::Instant::now()).max(1);
-        m.unparked_at_ns.store(now, Relaxed);
+        // For the unpark-to-run latency (`Worker::park` takes it): the first
+        // unpark of a park is the one its M waited for since; later ones
+        // read no clock. Relaxed: a statistic (a race between two wakers
+        // keeps either one's time).
+        if m.unparked_at_ns.load(Relaxed) == 0 {
+            let now = crate::task::epoch_ns(std::time::Instant::now()).max(1);
+            m.unparked_at_ns.store(now, Relaxed);
+        }
         self.procs[p].unparker.unpark();
     }
 

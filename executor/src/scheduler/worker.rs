@@ -505,11 +505,11 @@ impl Worker {
                 Ok(()) => return Retired::Gone,
                 Err(c) => c,
             };
-            let since = crate::task::epoch_ns(Instant::now());
+            p.metrics.forget_unpark();
             core = self.poll_driver(core, true);
             // A targeted wake (a pinned task, the quota) unparks this M too:
             // its sample is taken here, not left for a later park.
-            p.metrics.note_woken(since);
+            p.metrics.note_woken();
         }
     }
 
@@ -769,7 +769,7 @@ impl Worker {
         let was_spinning = core.spinning;
         // Unparks sent from here on are this park's (`note_woken`): one
         // sent earlier but taken only now would time this M's whole run.
-        let released_at = crate::task::epoch_ns(Instant::now());
+        shared.procs[idx].metrics.forget_unpark();
         shared.procs[idx].set_running(false);
         shared.idle.release(idx);
         if was_spinning {
@@ -792,7 +792,7 @@ impl Worker {
         // Woken by an unpark (or by I/O after one was sent), or unparked
         // between releasing the P and the re-check that found work: how
         // long the wake-up took to get this M running.
-        shared.procs[idx].metrics.note_woken(released_at);
+        shared.procs[idx].metrics.note_woken();
         match shared.idle.reclaim(idx) {
             super::idle::Reclaim::Spinning => core.spinning = true,
             super::idle::Reclaim::Plain if work && was_spinning => {
