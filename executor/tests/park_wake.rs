@@ -208,15 +208,17 @@ fn unparks_are_timed_until_the_woken_m_runs() {
             procs.iter().map(|p| p.unpark_latency_sum).sum::<Duration>(),
         )
     };
-    // Until a few wake-ups are timed (bounded): each round leaves the
-    // runtime idle, so its M's park, then spawns from this thread, which
-    // unparks one of them.
+    // Until a few wake-ups are timed (bounded): each round waits until both
+    // P's are idle (their M's parked or on their way to it), then spawns
+    // from this thread, which unparks one of them.
     while timed(&rt).0 < 3 && Instant::now() < deadline {
+        while rt.metrics().idle_procs() < 2 && Instant::now() < deadline {
+            std::thread::yield_now();
+        }
         let (tx, rx) = mpsc::channel();
         drop(rt.spawn(async move { tx.send(()).unwrap() }));
         rx.recv_timeout(HANG)
             .expect("a task handed to an idle runtime ran");
-        std::thread::sleep(Duration::from_millis(2));
     }
     let (count, sum) = timed(&rt);
     let (_, unparks) = parks_and_unparks(&rt);
