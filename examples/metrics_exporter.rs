@@ -20,6 +20,9 @@
 //!   the millisecond buckets are tasks that block their thread.
 //! - `numa_rt_node_spurious_wakeups_total / numa_rt_node_unparks_total`:
 //!   wake-ups that bought nothing.
+//! - `numa_rt_proc_watch_unhostings_total` growing as fast as
+//!   `numa_rt_proc_watch_hostings_total` under steady load: the node's watch
+//!   keeps moving between pollers, two `epoll_ctl`s each time.
 
 use std::convert::Infallible;
 use std::fmt::Error as FmtError;
@@ -221,6 +224,30 @@ impl Collector for RuntimeCollector {
             procs
                 .iter()
                 .map(|p| (p_labels(p), counter(p.unpark_latency_count))),
+        )?;
+        family(
+            &mut enc,
+            "numa_rt_proc_watch_hostings",
+            "Times the P's io poller took its node's watch epoll in.",
+            procs
+                .iter()
+                .map(|p| (p_labels(p), counter(p.watch_hostings))),
+        )?;
+        family(
+            &mut enc,
+            "numa_rt_proc_watch_unhostings",
+            "Times the P's io poller gave the watch back (churn if it keeps pace with hostings).",
+            procs
+                .iter()
+                .map(|p| (p_labels(p), counter(p.watch_unhostings))),
+        )?;
+        family(
+            &mut enc,
+            "numa_rt_proc_watch_releases",
+            "Give-backs of the watch forced by the monitor (the hosting M stayed out of its park).",
+            procs
+                .iter()
+                .map(|p| (p_labels(p), counter(p.watch_releases))),
         )?;
         family(
             &mut enc,
