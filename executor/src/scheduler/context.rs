@@ -110,22 +110,12 @@ pub(crate) fn worker_of<'a>(w: Option<Here<'a>>, shared: &Shared) -> Option<Here
     w.filter(|w| ptr::eq(&*w.shared, shared))
 }
 
-/// Runs `f(worker, task)` with this thread's M if it is one of the runtime
-/// whose task registry is `registry` (its `Shared` then outlives the call:
-/// the M holds it); otherwise the task comes back. Compares addresses only.
+/// Whether `w` is an M of the runtime whose task registry is `registry`
+/// (its `Shared` then outlives `w`: the M holds it). Compares addresses
+/// only.
 #[inline]
-pub(crate) fn with_runtime_of(
-    registry: *const Registry,
-    task: Runnable,
-    f: impl FnOnce(Here<'_>, Runnable),
-) -> Result<(), Runnable> {
-    with_worker(|w| match w {
-        Some(w) if ptr::eq(Arc::as_ptr(&w.shared.tasks), registry) => {
-            f(w, task);
-            Ok(())
-        }
-        _ => Err(task),
-    })
+pub(crate) fn runs_registry(w: Here<'_>, registry: *const Registry) -> bool {
+    ptr::eq(Arc::as_ptr(&w.shared.tasks), registry)
 }
 
 /// The P held by this thread, if it is a worker of `shared` holding one.
