@@ -643,6 +643,7 @@ impl Counters for NumaRt {
             ("batch_hub_polls", sum(|p| p.batch_hub_polls)),
             ("batch_keeps", sum(|p| p.batch_keeps)),
             ("batch_spreads", sum(|p| p.batch_spreads)),
+            ("batch_hub_homes", sum(|p| p.batch_hub_homes)),
             (
                 "batch_last_work_per_wake_ns",
                 procs

@@ -117,6 +117,9 @@ pub(crate) struct ProcCounters {
     pub(crate) batch_spreads: Counter,
     /// The busy time per hub wake (ns) the last of them read (a gauge).
     pub(crate) batch_last_work_ns: Counter,
+    /// Hubs of kept batches this P was about to poll, sent back to the P
+    /// their batch runs on (`Shared::hub_goes_home`).
+    pub(crate) batch_hub_homes: Counter,
     pub(crate) root_tasks_received: Counter,
     pub(crate) handbacks: Counter,
     /// Polls that returned `Pending` because the cooperative budget ran out.

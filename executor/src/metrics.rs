@@ -112,6 +112,13 @@ pub struct ProcMetrics {
     /// busy time per wake of the hub (kept under 100 µs, spread above;
     /// zero before the first).
     pub batch_last_work_per_wake: Duration,
+    /// Times this P, about to poll the hub of a batch held kept that last
+    /// ran on another P still polling the batch's members, sent the hub
+    /// back there instead (a producer running here had woken its
+    /// consumer: polled here, the consumer would take the batch's wakes
+    /// with it while the members queued on the old P ran there, both P's
+    /// contending on one channel).
+    pub batch_hub_homes: u64,
     /// Times this P's M, as its node's watcher, drained another P's poller
     /// (an I/O event or due timer of that P, run here instead).
     pub helps: u64,
@@ -377,6 +384,7 @@ impl RuntimeMetrics {
             batch_keeps: m.batch_keeps.get(),
             batch_spreads: m.batch_spreads.get(),
             batch_last_work_per_wake: Duration::from_nanos(m.batch_last_work_ns.get()),
+            batch_hub_homes: m.batch_hub_homes.get(),
             helps: driver.helps,
             watch_handoffs: driver.watch_handoffs,
             sources_moved_in: driver.sources_moved_in,

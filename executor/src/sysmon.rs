@@ -892,7 +892,7 @@ pub(crate) fn schedtrace(shared: &Arc<Shared>, detail: bool) -> String {
                 "  P{i}: node={} status={status} m=M{} runqsize={} runnext={} inbox={} timers={timers} \
                  sources={sources} curtask={curtask} polls={} stolen={} migrated={} \
                  batchwakes={} batchjoins={} batchq={} batchqueued={} batchpolls={} batchsplits={} \
-                 batchhubs={} batchkeeps={} batchspreads={} busy={}ms",
+                 batchhubs={} batchkeeps={} batchspreads={} batchhomes={} busy={}ms",
                 p.node,
                 pm.machine,
                 pm.local_queue_depth,
@@ -910,6 +910,7 @@ pub(crate) fn schedtrace(shared: &Arc<Shared>, detail: bool) -> String {
                 pm.batch_hub_polls,
                 pm.batch_keeps,
                 pm.batch_spreads,
+                pm.batch_hub_homes,
                 pm.busy_duration.as_millis(),
             );
         }

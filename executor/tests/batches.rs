@@ -379,3 +379,68 @@ fn a_hub_whose_members_work_is_spread() {
     assert!(spreads > 0, "never decided to spread");
     assert_eq!(keeps, 0, "1 ms of work per wake was kept");
 }
+
+/// A kept fan-in's consumer that a producer on the other P woke is sent
+/// back to the P its batch runs on when it is about to be polled there
+/// (`ProcMetrics::batch_hub_homes`; docs/architecture.md, "Batches", *A
+/// hub goes home*). The consumer takes a detour through the other P's
+/// inbox: every value still arrives exactly once and every fan-in ends,
+/// however often it goes home. Runs fan-ins until one went home or 10 s
+/// have passed. A fan-in held kept and never spread must have gone home
+/// at least once by then (each one starts with thieves taking producers to
+/// the other P, which wake the consumer there); one the runtime decided
+/// spread (a debug build's or a sanitizer's slow polls read as work, see
+/// `hub_mode`) has no home to go to, and only its values are checked.
+#[test]
+fn a_kept_hub_sent_home_loses_nothing() {
+    use std::time::{Duration, Instant};
+    const PRODUCERS: u64 = 64;
+    const VALUES: u64 = 200;
+    let rt = Builder::new().max_procs(2).build().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let homes = |rt: &numa_rt_executor::Runtime| -> u64 {
+        let m = rt.metrics();
+        (0..2).map(|i| m.proc(i).batch_hub_homes).sum()
+    };
+    let mut rounds = 0;
+    loop {
+        rounds += 1;
+        let (sum, count) = rt.block_on(async {
+            let (tx, mut rx) = mpsc::channel::<u64>(128);
+            let consumer = numa_rt_executor::spawn(async move {
+                let (mut sum, mut count) = (0, 0);
+                while let Some(v) = rx.next().await {
+                    sum += v;
+                    count += 1;
+                }
+                (sum, count)
+            });
+            for p in 0..PRODUCERS {
+                let mut tx = tx.clone();
+                drop(numa_rt_executor::spawn(async move {
+                    for v in p * VALUES..(p + 1) * VALUES {
+                        tx.send(v).await.unwrap();
+                    }
+                }));
+            }
+            drop(tx);
+            consumer.await.unwrap()
+        });
+        let n = PRODUCERS * VALUES;
+        assert_eq!(count, n, "round {rounds}: values lost or doubled");
+        assert_eq!(sum, n * (n - 1) / 2, "round {rounds}");
+        if homes(&rt) > 0 || Instant::now() > deadline {
+            break;
+        }
+    }
+    let m = rt.metrics();
+    let (k, s, q) = totals_of(rt.handle());
+    let hubs: u64 = (0..2).map(|i| m.proc(i).batch_hub_polls).sum();
+    eprintln!(
+        "{rounds} fan-ins, the hub went home {} times (hub polls {hubs}, keeps {k}, spreads {s}, queued {q})",
+        homes(&rt)
+    );
+    if k > 0 && s == 0 {
+        assert!(homes(&rt) > 0, "a kept fan-in's hub never went home");
+    }
+}

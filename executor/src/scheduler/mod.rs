@@ -555,6 +555,53 @@ impl Shared {
         self.push_node(node, task);
     }
 
+    /// Whether `hub`, about to be polled on `core` but last polled on P
+    /// `home`, goes back there instead: it is the followed hub of batch
+    /// `bits` (`hub_mode`), the batch is kept (measuring, or held kept),
+    /// and `home` is polling a member of it now (its `running_bits`), so
+    /// it will reach its inbox as soon as the members it runs block.
+    ///
+    /// A kept fan-in's consumer waits on an empty channel after each drain;
+    /// the first producer to send wakes it into the `runnext` of the
+    /// producer's P. A producer running on another P (one a thief took at
+    /// spawn, before the batch was known) so took the consumer there,
+    /// while the producers its drains had queued on `home` kept running on
+    /// `home`: both P's then contend on the one channel until the batch
+    /// settles again (docs/architecture.md, "Batches", *A hub goes home*).
+    /// Checked only for a task that last ran on another P (the common path
+    /// is the one load `TaskMeta::polled_last_on` already does).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn hub_goes_home(
+        &self,
+        core: &Core,
+        hub: &crate::task::TaskMeta,
+        bits: u32,
+        home: usize,
+    ) -> bool {
+        if bits == 0
+            || home == core.index
+            || home >= self.active_procs()
+            || !self
+                .hub_modes
+                .may_follow(bits, std::ptr::from_ref(hub) as usize)
+            || !self.hub_modes.keeps(bits)
+        {
+            return false;
+        }
+        let p = &self.procs[home];
+        p.in_task.load(Relaxed) && p.running_bits.load(Relaxed) == bits
+    }
+
+    /// Sends a hub back to P `home` (see `hub_goes_home`): its inbox, which
+    /// a busy P reads when its own queues run dry (and once in 61 ticks),
+    /// an idle one once woken.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn send_hub_home(&self, home: usize, task: Runnable) {
+        self.push_inbox(home, task);
+    }
+
     /// A poll on `core` has just woken its [`batch::HUB_WAKES`]th different
     /// task: count it and mark its batch (`bits`) a hub's. Out of line and
     /// cold (once per hub poll), so the schedule closure stays small.

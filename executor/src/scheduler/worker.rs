@@ -180,19 +180,28 @@ impl Worker {
                 }
             }
         }
+        let meta = task.metadata();
+        // The batch before the poll: the task may be gone after it.
+        let bits = meta.batch_bits();
+        if let Err(last) = meta.polled_last_on(core.index) {
+            // A task that last ran elsewhere (one load on the common path).
+            if let Some(home) = last {
+                if self.shared.hub_goes_home(&core, meta, bits, home) {
+                    p.metrics.batch_hub_homes.incr();
+                    self.shared.send_hub_home(home, task);
+                    return Some(core);
+                }
+                p.metrics.migrated_polls.incr();
+            }
+            meta.note_ran_on(core.index);
+        }
         p.metrics.polls.incr();
         // Busy time runs from the first task found to the next search for
         // work (see `counters`); a clock read only when a batch begins.
         core.begin_busy(&p.metrics);
         core.batch_polls = core.batch_polls.wrapping_add(1);
         let hist = p.metrics.poll_histogram.as_deref();
-        let meta = task.metadata();
         meta.note_polled(core.clock_ms);
-        // The batch before the poll: the task may be gone after it.
-        let bits = meta.batch_bits();
-        if meta.note_ran_on(core.index) {
-            p.metrics.migrated_polls.incr();
-        }
         p.current_task.store(meta.id.as_u64(), Relaxed);
         core.running_meta = std::ptr::from_ref(meta) as usize;
         core.poll_wakes = 0;

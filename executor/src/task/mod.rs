@@ -345,6 +345,22 @@ impl TaskMeta {
         last != 0
     }
 
+    /// Where the task was polled last, seen from P `p` about to poll it:
+    /// `Ok(())` on `p` (one load), `Err(None)` never polled, `Err(Some(q))`
+    /// on another P `q` (a migration; [`TaskMeta::note_ran_on`] records the
+    /// new P). Relaxed: a placement hint.
+    #[inline]
+    pub(crate) fn polled_last_on(&self, p: usize) -> Result<(), Option<usize>> {
+        let Some(tag) = u32::try_from(p + 1).ok().filter(|&t| t < 1 << 16) else {
+            return Err(None);
+        };
+        match self.flags.load(Relaxed) >> LAST_P_SHIFT {
+            last if last == tag => Ok(()),
+            0 => Err(None),
+            last => Err(Some(last as usize - 1)),
+        }
+    }
+
     /// The batch the task belongs to, if any: set when another task's poll
     /// woke it (it joins the waker's batch) or by `spawn_near`. Relaxed: a
     /// placement hint; a stale id costs locality, never correctness.
@@ -557,6 +573,22 @@ mod tests {
         meta.set_finished();
         assert!(meta.is_finished());
         assert!(!meta.set_aborted(), "nothing to abort once finished");
+    }
+
+    /// `polled_last_on` tells a first poll, a poll on the same P and a
+    /// migration (with the P it came from) apart, and records nothing.
+    #[test]
+    fn polled_last_on_names_the_p_a_task_comes_from() {
+        let meta = TaskMeta::new(Kind::Task, Location::caller());
+        assert_eq!(meta.polled_last_on(2), Err(None), "never polled");
+        assert!(!meta.note_ran_on(2));
+        assert_eq!(meta.polled_last_on(2), Ok(()));
+        assert_eq!(meta.polled_last_on(0), Err(Some(2)));
+        assert_eq!(meta.polled_last_on(0), Err(Some(2)), "it only looks");
+        assert!(meta.note_ran_on(0));
+        assert_eq!(meta.polled_last_on(0), Ok(()));
+        assert_eq!(meta.polled_last_on(65_534), Err(Some(0)));
+        assert_eq!(meta.polled_last_on(1 << 20), Err(None), "no tag for it");
     }
 
     /// The last P lives beside the flags: recording it neither loses nor
