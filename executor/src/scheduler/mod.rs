@@ -962,10 +962,10 @@ fn schedule_task(task: Runnable, info: async_task::ScheduleInfo) {
 
 /// [`schedule_task`] off the runtime's M's: a `block_on` thread, sysmon,
 /// the blocking pool, another runtime's M, any thread. Out of line, so
-/// that the wake inside a poll (the common case) saves no registers for
-/// this path: its function is a thread-local load, a compare and a tail
-/// call (ping_pong at one worker: 22 -> 12 instructions per wake in
-/// `schedule_task`, callgrind).
+/// that the wake inside a poll (the common case) carries less of this
+/// path: a thread-local load, a compare and a tail call, ~6 instructions
+/// fewer per wake (callgrind, one worker, tokio's channels: `req_resp`
+/// 1,060 -> 1,052 and `ping_pong` 1,114 -> 1,109 per message).
 #[cold]
 #[inline(never)]
 fn schedule_elsewhere(task: Runnable, yielded: bool) {

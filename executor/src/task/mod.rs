@@ -176,6 +176,13 @@ const ABORTED: u32 = 0b01;
 const FINISHED: u32 = 0b10;
 /// Where the last polling P's index (plus one) starts in `flags`.
 const LAST_P_SHIFT: u32 = 16;
+
+/// How P `p` is written in the flags' last-P bits (`p + 1`; 0 is "never
+/// polled"); `None` for an index too large for them (not recorded).
+#[inline]
+fn p_tag(p: usize) -> Option<u32> {
+    u32::try_from(p + 1).ok().filter(|&t| t < 1 << 16)
+}
 /// Where the task's batch id starts in `flags` (14 bits between the two
 /// flags and the last P; 0: in no batch). See [`TaskMeta::batch`].
 pub(crate) const BATCH_SHIFT: u32 = 2;
@@ -331,18 +338,17 @@ impl TaskMeta {
     /// async-task's state word orders the polls of one task.
     #[inline]
     pub(crate) fn note_ran_on(&self, p: usize) -> bool {
-        let Some(tag) = u32::try_from(p + 1).ok().filter(|&t| t < 1 << 16) else {
+        let Some(tag) = p_tag(p) else {
             return false;
         };
-        let f = self.flags.load(Relaxed);
-        let last = f >> LAST_P_SHIFT;
-        if last == tag {
-            return false;
-        }
+        let from = match self.polled_last_on(p) {
+            Ok(()) => return false,
+            Err(from) => from,
+        };
         let _ = self.flags.fetch_update(Relaxed, Relaxed, |f| {
             Some((f & ((1 << LAST_P_SHIFT) - 1)) | (tag << LAST_P_SHIFT))
         });
-        last != 0
+        from.is_some()
     }
 
     /// Where the task was polled last, seen from P `p` about to poll it:
@@ -351,7 +357,7 @@ impl TaskMeta {
     /// new P). Relaxed: a placement hint.
     #[inline]
     pub(crate) fn polled_last_on(&self, p: usize) -> Result<(), Option<usize>> {
-        let Some(tag) = u32::try_from(p + 1).ok().filter(|&t| t < 1 << 16) else {
+        let Some(tag) = p_tag(p) else {
             return Err(None);
         };
         match self.flags.load(Relaxed) >> LAST_P_SHIFT {
