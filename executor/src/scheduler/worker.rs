@@ -193,7 +193,7 @@ impl Worker {
                 }
                 p.metrics.migrated_polls.incr();
             }
-            meta.note_ran_on(core.index);
+            meta.record_ran_on(core.index);
         }
         p.metrics.polls.incr();
         // Busy time runs from the first task found to the next search for

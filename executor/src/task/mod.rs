@@ -331,30 +331,25 @@ impl TaskMeta {
         self.flags.fetch_or(ABORTED, Relaxed) & (ABORTED | FINISHED) == 0
     }
 
-    /// Records that P `p` polls the task now; true if its previous poll ran
-    /// on another P (the task migrated: stolen, woken by another P's poller
-    /// or sent across). One plain load when the P is the same; otherwise a
-    /// read-modify-write that keeps the flag bits. Relaxed: a statistic;
-    /// async-task's state word orders the polls of one task.
+    /// Records that P `p` polls the task now, for a caller that found the
+    /// task last polled elsewhere or never (`TaskMeta::polled_last_on`): a
+    /// read-modify-write that keeps the flag bits. Relaxed: a placement
+    /// hint and a statistic; async-task's state word orders the polls of
+    /// one task. An index too large for the bits is not recorded.
     #[inline]
-    pub(crate) fn note_ran_on(&self, p: usize) -> bool {
+    pub(crate) fn record_ran_on(&self, p: usize) {
         let Some(tag) = p_tag(p) else {
-            return false;
-        };
-        let from = match self.polled_last_on(p) {
-            Ok(()) => return false,
-            Err(from) => from,
+            return;
         };
         let _ = self.flags.fetch_update(Relaxed, Relaxed, |f| {
             Some((f & ((1 << LAST_P_SHIFT) - 1)) | (tag << LAST_P_SHIFT))
         });
-        from.is_some()
     }
 
     /// Where the task was polled last, seen from P `p` about to poll it:
     /// `Ok(())` on `p` (one load), `Err(None)` never polled, `Err(Some(q))`
-    /// on another P `q` (a migration; [`TaskMeta::note_ran_on`] records the
-    /// new P). Relaxed: a placement hint.
+    /// on another P `q` (a migration; [`TaskMeta::record_ran_on`] records
+    /// the new P). Relaxed: a placement hint.
     #[inline]
     pub(crate) fn polled_last_on(&self, p: usize) -> Result<(), Option<usize>> {
         let Some(tag) = p_tag(p) else {
@@ -587,33 +582,38 @@ mod tests {
     fn polled_last_on_names_the_p_a_task_comes_from() {
         let meta = TaskMeta::new(Kind::Task, Location::caller());
         assert_eq!(meta.polled_last_on(2), Err(None), "never polled");
-        assert!(!meta.note_ran_on(2));
+        meta.record_ran_on(2);
         assert_eq!(meta.polled_last_on(2), Ok(()));
         assert_eq!(meta.polled_last_on(0), Err(Some(2)));
         assert_eq!(meta.polled_last_on(0), Err(Some(2)), "it only looks");
-        assert!(meta.note_ran_on(0));
+        meta.record_ran_on(0);
         assert_eq!(meta.polled_last_on(0), Ok(()));
         assert_eq!(meta.polled_last_on(65_534), Err(Some(0)));
         assert_eq!(meta.polled_last_on(1 << 20), Err(None), "no tag for it");
     }
 
     /// The last P lives beside the flags: recording it neither loses nor
-    /// fakes an abort, and only a change of P counts as a migration.
+    /// fakes an abort, and an index too large for the bits is not recorded.
     #[test]
     fn last_p_beside_the_flags() {
         let meta = TaskMeta::new(Kind::Task, Location::caller());
-        assert!(!meta.note_ran_on(3), "a first poll is no migration");
-        assert!(!meta.note_ran_on(3));
-        assert!(meta.note_ran_on(0), "P3 -> P0 is a migration");
+        meta.record_ran_on(3);
+        assert_eq!(meta.last_p(), Some(3));
+        meta.record_ran_on(0);
+        assert_eq!(meta.last_p(), Some(0));
         assert!(!meta.is_aborted(), "the P bits are not the abort flag");
         assert!(meta.set_aborted(), "an abort with P bits set still counts");
-        assert!(meta.note_ran_on(65_534));
-        assert!(meta.is_aborted(), "a migration keeps the abort flag");
-        assert!(
-            !meta.note_ran_on(1 << 20),
+        meta.record_ran_on(65_534);
+        assert_eq!(meta.last_p(), Some(65_534));
+        assert!(meta.is_aborted(), "recording a P keeps the abort flag");
+        meta.record_ran_on(1 << 20);
+        assert_eq!(
+            meta.last_p(),
+            Some(65_534),
             "an index too large is not recorded"
         );
-        assert!(meta.note_ran_on(1));
+        meta.record_ran_on(1);
+        assert_eq!(meta.last_p(), Some(1));
     }
 
     /// The batch id lives between the flags and the last P: setting it
@@ -623,14 +623,14 @@ mod tests {
         let meta = TaskMeta::new(Kind::Task, Location::caller());
         assert_eq!(meta.batch(), None);
         assert_eq!(meta.last_p(), None);
-        meta.note_ran_on(5);
+        meta.record_ran_on(5);
         assert!(meta.set_aborted());
         let b = batch_id_for(meta.id);
         meta.set_batch(b);
         assert_eq!(meta.batch(), Some(b));
         assert_eq!(meta.last_p(), Some(5));
         assert!(meta.is_aborted());
-        meta.note_ran_on(7);
+        meta.record_ran_on(7);
         assert_eq!(meta.batch(), Some(b), "a move keeps the batch");
         let top = BatchId::new((1 << BATCH_BITS) - 1).unwrap();
         meta.set_batch(top);
