@@ -552,6 +552,20 @@ fn unnameable(tokens: TokenStream) -> bool {
     })
 }
 
+/// `result` (a `Result` whose error is `Display`) unwrapped, or a panic that prints `what` and the
+/// error's message. `.expect(..)` would print the error's `Debug` form, which for an `io::Error`
+/// built from a message is `Custom { kind: InvalidInput, error: "..." }` instead of the message.
+fn unwrap_display(result: TokenStream, what: &str) -> TokenStream {
+    let ok = Ident::new("__numa_rt_ok", Span::mixed_site());
+    let err = Ident::new("__numa_rt_err", Span::mixed_site());
+    quote! {
+        match #result {
+            ::core::result::Result::Ok(#ok) => #ok,
+            ::core::result::Result::Err(#err) => ::core::panic!("{}: {}", #what, #err),
+        }
+    }
+}
+
 /// The expression that creates the runtime, per `config`.
 fn runtime_expr(kind: Kind, config: &Config) -> TokenStream {
     let krate = match &config.crate_path {
@@ -559,7 +573,7 @@ fn runtime_expr(kind: Kind, config: &Config) -> TokenStream {
         None => quote!(::numa_rt),
     };
     if !config.uses_builder() && kind != Kind::Test {
-        return quote! { #krate::Runtime::new().expect(#BUILD_FAILED) };
+        return unwrap_display(quote! { #krate::Runtime::new() }, BUILD_FAILED);
     }
     let mut calls = TokenStream::new();
     // Each call carries its argument's span: if the runtime's API disagrees, the error points there.
@@ -584,9 +598,11 @@ fn runtime_expr(kind: Kind, config: &Config) -> TokenStream {
             "invalid `topology = {:?}` in the numa_rt attribute",
             spec.value()
         );
-        calls.extend(quote_spanned! {key.span()=>
-            .topology(#krate::numa::Topology::from_spec(#spec).expect(#msg))
-        });
+        let topology = unwrap_display(
+            quote_spanned! {key.span()=> #krate::numa::Topology::from_spec(#spec) },
+            &msg,
+        );
+        calls.extend(quote_spanned! {key.span()=> .topology(#topology) });
     }
     match &config.deadlock {
         Some((key, variant)) => calls.extend(quote_spanned! {key.span()=>
@@ -613,14 +629,18 @@ fn runtime_expr(kind: Kind, config: &Config) -> TokenStream {
             } else {
                 quote! { #builder #calls; }
             };
+            let built = unwrap_display(quote! { #builder.build() }, BUILD_FAILED);
             quote! {{
                 let mut #builder = #krate::Builder::new();
                 #calls
                 #compat
-                #builder.build().expect(#BUILD_FAILED)
+                #built
             }}
         }
-        _ => quote! { #krate::Builder::new() #calls .build().expect(#BUILD_FAILED) },
+        _ => unwrap_display(
+            quote! { #krate::Builder::new() #calls .build() },
+            BUILD_FAILED,
+        ),
     }
 }
 
@@ -942,7 +962,11 @@ mod tests {
         assert!(errors(&out).is_empty());
         let out = squash(&out);
         assert!(out.contains(&squash(
-            r#"::numa_rt::Runtime::new().expect("failed to build the numa_rt runtime")"#
+            r#"match ::numa_rt::Runtime::new() {
+                ::core::result::Result::Ok(__numa_rt_ok) => __numa_rt_ok,
+                ::core::result::Result::Err(__numa_rt_err) =>
+                    ::core::panic!("{}: {}", "failed to build the numa_rt runtime", __numa_rt_err),
+            }"#
         )));
         assert!(out.contains(&squash(
             "async move {
@@ -963,14 +987,52 @@ mod tests {
             "async fn main() {}",
         );
         assert!(squash(&out).contains(&squash(
-            r#"::numa_rt::Builder::new()
+            r#"match ::numa_rt::Builder::new()
                 .max_procs(4)
                 .global_queue_interval(31)
-                .topology(::numa_rt::numa::Topology::from_spec("0;1")
-                    .expect("invalid `topology = \"0;1\"` in the numa_rt attribute"))
+                .topology(match ::numa_rt::numa::Topology::from_spec("0;1") {
+                    ::core::result::Result::Ok(__numa_rt_ok) => __numa_rt_ok,
+                    ::core::result::Result::Err(__numa_rt_err) => ::core::panic!(
+                        "{}: {}",
+                        "invalid `topology = \"0;1\"` in the numa_rt attribute",
+                        __numa_rt_err
+                    ),
+                })
                 .build()
-                .expect("failed to build the numa_rt runtime")"#
+            {
+                ::core::result::Result::Ok(__numa_rt_ok) => __numa_rt_ok,
+                ::core::result::Result::Err(__numa_rt_err) =>
+                    ::core::panic!("{}: {}", "failed to build the numa_rt runtime", __numa_rt_err),
+            }"#
         )));
+    }
+
+    /// A failed build panics with the error's `Display` form: `.expect(..)` would print its
+    /// `Debug` form (`Custom { kind: InvalidInput, error: "NUMA_RT_MAXPROCS=..." }`).
+    #[test]
+    fn build_errors_print_their_message() {
+        for (kind, args) in [
+            ("main", ""),
+            ("main", "max_procs = 2"),
+            ("test", ""),
+            ("main", r#"topology = "0;1""#),
+            ("test", "tokio_compat"),
+        ] {
+            let out = if kind == "main" {
+                main_str(args, "async fn main() {}")
+            } else {
+                test_str(args, "async fn t() {}")
+            };
+            let out = squash(&out);
+            assert!(!out.contains(".expect("), "{kind}({args}): {out}");
+            assert!(!out.contains(".unwrap("), "{kind}({args}): {out}");
+            assert!(
+                out.contains(&squash(
+                    r#"::core::panic!("{}: {}", "failed to build the numa_rt runtime", __numa_rt_err)"#
+                )),
+                "{kind}({args}): {out}"
+            );
+        }
     }
 
     #[test]
@@ -1062,7 +1124,7 @@ mod tests {
         for args in ["tokio_compat", "tokio_compat = true"] {
             let out = squash(&main_str(args, "async fn main() {}"));
             assert!(
-                out.contains("letmutbuilder=::numa_rt::Builder::new();::numa_rt::__tokio_compat!(builder);builder.build()"),
+                out.contains("letmutbuilder=::numa_rt::Builder::new();::numa_rt::__tokio_compat!(builder);matchbuilder.build()"),
                 "{out}"
             );
         }

@@ -17,7 +17,12 @@
 //!
 //! ```ignore
 //! fn main() {
-//!     let rt = ::numa_rt::Runtime::new().expect("failed to build the numa_rt runtime");
+//!     // A build error panics with its message (`Display`), e.g. "failed to build the numa_rt
+//!     // runtime: NUMA_RT_MAXPROCS=\"abc\" is invalid: ...".
+//!     let rt = match ::numa_rt::Runtime::new() {
+//!         Ok(rt) => rt,
+//!         Err(e) => panic!("{}: {}", "failed to build the numa_rt runtime", e),
+//!     };
 //!     let body = async move {
 //!         // Never taken: fixes the block's output type to the declared return type.
 //!         if let Some(__numa_rt_ret) = None::<()> {
@@ -94,6 +99,8 @@
 //! A bad argument (unknown or repeated key, wrong literal type, a zero count) or a function the
 //! attribute can't wrap (not `async`, has parameters, a generic `main` or test, a second `#[test]`)
 //! is a compile error pointing at the offending token.
+
+#![warn(missing_docs)]
 
 mod entry;
 
