@@ -39,12 +39,44 @@
 //! reqwest or `tokio::time` work inside tasks, served by a one-thread tokio
 //! runtime; see the README's "Running tokio-bound crates").
 
+#![warn(missing_docs)]
+
 pub use numa_rt_executor::task::spawn_near;
 pub use numa_rt_executor::{
     block_in_place, spawn, spawn_blocking, spawn_local, AbortHandle, Builder, DeadlockMode,
     EnterGuard, Handle, JoinError, JoinHandle, JoinSet, Runtime, TryCurrentError, MAXPROCS_ENV,
 };
-pub use numa_rt_macros::{main, test};
+/// Runs `async fn main` on a new runtime: tokio's `#[tokio::main]`
+/// arguments (`flavor`, `worker_threads`, `start_paused`) and numa_rt's
+/// (`max_procs`, `topology`, `global_queue_interval`, `deadlock`,
+/// `tokio_compat`, `crate`). A runtime that cannot be built (say, a bad
+/// `NUMA_RT_MAXPROCS`) panics with the error's message.
+///
+/// ```
+/// #[numa_rt::main(max_procs = 2)]
+/// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+///     let n = numa_rt::spawn(async { 6 * 7 }).await?;
+///     assert_eq!(n, 42);
+///     Ok(())
+/// }
+/// ```
+pub use numa_rt_macros::main;
+
+/// Runs an `async fn` test on a runtime of its own: by default one
+/// processor with the body a task on it (tokio's `current_thread`), with
+/// the deadlock diagnostic set to panic, so a test whose tasks all wait on
+/// each other fails instead of hanging.
+///
+/// ```
+/// #[numa_rt::test(start_paused = true)]
+/// async fn sleeps_in_no_time() {
+///     let start = numa_rt::time::Instant::now();
+///     numa_rt::time::sleep(std::time::Duration::from_secs(3600)).await;
+///     assert!(start.elapsed() >= std::time::Duration::from_secs(3600));
+/// }
+/// # fn main() {}
+/// ```
+pub use numa_rt_macros::test;
 
 /// tokio's `select!`: waits on several branches at once, runs the first to
 /// complete and drops the others (branches are polled in random order
@@ -164,6 +196,33 @@ pub mod metrics {
 }
 
 /// NUMA topology and placement.
+///
+/// Each node has its own run queue and thread pool, and its processors
+/// steal from their own node first. [`spawn_on`](numa::spawn_on) starts a
+/// task on a node; [`current_node`](numa::current_node) says where the
+/// caller runs. `NUMA_RT_TOPOLOGY` (or [`Builder::topology`]) replaces the
+/// machine's topology, for instance to try two nodes on a one-node machine:
+///
+/// ```
+/// use numa_rt::numa::{current_node, spawn_on, NodeId, Topology};
+///
+/// // Two simulated nodes over the CPUs this process may use (one on a
+/// // one-CPU machine), as NUMA_RT_TOPOLOGY="0;1" would give on two CPUs.
+/// let topology = Topology::split(2).or_else(|_| Topology::split(1)).unwrap();
+/// let rt = numa_rt::Builder::new()
+///     .max_procs(2)
+///     .topology(topology)
+///     .build()
+///     .unwrap();
+/// rt.block_on(async {
+///     let nodes = numa_rt::Handle::current().topology().nodes().len();
+///     for n in 0..nodes {
+///         // Starts on node n's queue; another node takes it only by stealing.
+///         let ran_on = spawn_on(NodeId::from(n), async { current_node() }).await.unwrap();
+///         assert!(ran_on.is_some());
+///     }
+/// });
+/// ```
 pub mod numa {
     pub use numa_rt_executor::numa::{current_node, spawn_on};
     pub use numa_rt_numa::{CpuSet, Node, NodeId, Topology, TopologyError};

@@ -17,6 +17,42 @@
 //! built (and by [`lookup_host`]); outside a runtime, the reactor runs each
 //! lookup on a short-lived thread of its own (named `numa_rt-resolve`).
 //! Either way, no worker ever blocks on DNS.
+//!
+//! # An echo server and its client
+//!
+//! The streams implement tokio's `AsyncRead`/`AsyncWrite` (with the
+//! extension traits in [`crate::io`]) and futures-io's.
+//!
+//! ```
+//! use numa_rt::io::{AsyncReadExt, AsyncWriteExt};
+//! use numa_rt::net::{TcpListener, TcpStream};
+//!
+//! #[numa_rt::main(max_procs = 2)]
+//! async fn main() -> std::io::Result<()> {
+//!     let listener = TcpListener::bind("127.0.0.1:0").await?;
+//!     let addr = listener.local_addr()?;
+//!     numa_rt::spawn(async move {
+//!         // One task per connection, spread over the processors.
+//!         while let Ok((mut conn, _peer)) = listener.accept().await {
+//!             numa_rt::spawn(async move {
+//!                 let mut buf = [0u8; 1024];
+//!                 while let Ok(n) = conn.read(&mut buf).await {
+//!                     if n == 0 || conn.write_all(&buf[..n]).await.is_err() {
+//!                         break;
+//!                     }
+//!                 }
+//!             });
+//!         }
+//!     });
+//!
+//!     let mut stream = TcpStream::connect(addr).await?;
+//!     stream.write_all(b"hello").await?;
+//!     let mut reply = [0u8; 5];
+//!     stream.read_exact(&mut reply).await?;
+//!     assert_eq!(&reply, b"hello");
+//!     Ok(())
+//! }
+//! ```
 
 use std::io;
 use std::net::SocketAddr;

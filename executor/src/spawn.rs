@@ -23,6 +23,15 @@ pub(crate) fn current_handle(what: &str) -> Handle {
 /// connection: then it goes to the next processor round-robin, so accept
 /// loops spread their connections (Vyukov's root-task distribution).
 ///
+/// ```
+/// let rt = numa_rt_executor::Builder::new().max_procs(2).build().unwrap();
+/// let answer = rt.block_on(async {
+///     let handle = numa_rt_executor::spawn(async { 6 * 7 });
+///     handle.await.unwrap()
+/// });
+/// assert_eq!(answer, 42);
+/// ```
+///
 /// # Panics
 /// Outside a numa_rt runtime.
 #[track_caller]
@@ -54,6 +63,18 @@ where
 /// `Runtime::block_on` it runs on the calling thread while `block_on` runs,
 /// and is dropped when `block_on` returns.
 ///
+/// ```
+/// use std::rc::Rc;
+///
+/// let rt = numa_rt_executor::Runtime::new().unwrap();
+/// let n = rt.block_on(async {
+///     let shared = Rc::new(5); // !Send: cannot go to `spawn`
+///     let local = numa_rt_executor::spawn_local(async move { *shared + 1 });
+///     local.await.unwrap()
+/// });
+/// assert_eq!(n, 6);
+/// ```
+///
 /// # Panics
 /// On a thread that is neither a worker nor inside `block_on`.
 #[track_caller]
@@ -72,7 +93,17 @@ where
     }
 }
 
-/// Runs a blocking closure on the current runtime's blocking pool.
+/// Runs a blocking closure on the current runtime's blocking pool: threads
+/// that hold no processor, so the closure may block (a file read, a lock, a
+/// long computation) without holding up other tasks.
+///
+/// ```
+/// let rt = numa_rt_executor::Runtime::new().unwrap();
+/// let sum = rt.block_on(async {
+///     numa_rt_executor::spawn_blocking(|| (1..=10u64).sum::<u64>()).await.unwrap()
+/// });
+/// assert_eq!(sum, 55);
+/// ```
 ///
 /// # Panics
 /// Outside a numa_rt runtime.

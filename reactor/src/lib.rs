@@ -27,6 +27,8 @@
 //!   ([`Reactor::set_sysmon`], [`SysmonHook`]).
 //! - [`Reactor::shutdown`] at runtime shutdown.
 
+#![warn(missing_docs)]
+
 mod clock;
 pub mod context;
 pub mod coop;
