@@ -1,10 +1,12 @@
 //! Tasks (Go's G): futures wrapped by async-task.
 //!
 //! A task is one allocation made by async-task: its header (state, refcount,
-//! vtable, awaiter), our `TaskMeta` (the id and the spawn location, two
-//! words), the schedule function (an `Arc` to the runtime, or to the pinned
-//! queue of a local task) and the future. Vyukov asked for "about 6 words"
-//! per G; the header plus metadata plus schedule function is six.
+//! vtable, awaiter), our `TaskMeta` (seven 32-bit words: the id, the flags,
+//! the registry slot with the dump's state bit, the last poll's time and the
+//! task's registry; the spawn location lives in the registry), the schedule
+//! function (nothing for a `Send` task, which finds its runtime through its
+//! registry; an `Arc` of the pinned queue for a local task) and the future.
+//! Vyukov asked for "about 6 words" per G.
 //!
 //! A `Runnable` is the right to poll the task once; it lives in exactly one
 //! run queue at a time (or is being polled). The schedule function decides

@@ -151,8 +151,8 @@ impl Role {
     /// anyway, the next M to park takes the role from it (it is not parked),
     /// and most often that M is itself, which then pays no `epoll_ctl` at
     /// all. (Leaving the role free instead cost four `epoll_ctl`s per unpark
-    /// of a watcher: 0.8 per request at 4 connections on 2 P's.) Returns
-    /// whether it was handed on.
+    /// of a watcher, which at light load is most requests; figures in
+    /// docs/notes/reactor-measurements.md.) Returns whether it was handed on.
     pub(super) fn on_leave(&self, me: usize, hand_off: bool, ops: &impl WatchOps) -> bool {
         if !hand_off || !self.is_candidate(me) {
             return false;

@@ -51,16 +51,13 @@
 //! - **A `BTreeMap` keyed by deadline** (this module's predecessor), with
 //!   a slab for deadlines more than 2 s ahead, promoted into the map by a
 //!   scan of the whole slab a second before due: O(log n) insert and
-//!   remove within 2 s (1,492 instructions per arm+cancel of a 1 s timer
-//!   beside 1,000 pending ones, against 658 here; `benches/timers.rs`),
-//!   an allocation per B-tree node split, and two structures with a
-//!   promotion protocol between them. (The slab made hyper's 30 s timer
-//!   O(1) already, 554 instructions against 662 here: the `Instant`
-//!   subtraction that finds a deadline's tick is most of the difference.
-//!   The ~5% of CPU samples that `Sleep::cancel`, `Timers::insert`/`remove`
-//!   and `Sleep::poll_deadline` took on 16 cores at 256 connections (issue
-//!   23) was measured with it; see `super::timers` for the reference
-//!   counts every P shared, which this change also removed.)
+//!   remove within 2 s, an allocation per B-tree node split, and two
+//!   structures with a promotion protocol between them. (The slab already
+//!   made hyper's 30 s timer O(1), slightly cheaper than the wheel: the
+//!   `Instant` subtraction that finds a deadline's tick is most of the
+//!   difference. See `super::timers` for the reference counts every P
+//!   shared, which this change also removed. The figures:
+//!   docs/notes/reactor-measurements.md, "The timer wheel".)
 //! - **Go's 4-ary heap with lazy deletion**: cancelling marks the timer
 //!   (no lock on the heap), but insert stays O(log n), and a cancelled
 //!   30-second timer stays in the heap until it reaches the top or the
