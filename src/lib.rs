@@ -44,7 +44,8 @@
 pub use numa_rt_executor::task::spawn_near;
 pub use numa_rt_executor::{
     block_in_place, spawn, spawn_blocking, spawn_local, AbortHandle, Builder, DeadlockMode,
-    EnterGuard, Handle, JoinError, JoinHandle, JoinSet, Runtime, TryCurrentError, MAXPROCS_ENV,
+    EnterGuard, Handle, JoinError, JoinHandle, JoinSet, Placement, Rule, Runtime, TryCurrentError,
+    MAXPROCS_ENV, PLACEMENT_ENV,
 };
 /// Runs `async fn main` on a new runtime: tokio's `#[tokio::main]`
 /// arguments (`flavor`, `worker_threads`, `start_paused`) and numa_rt's

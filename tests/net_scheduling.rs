@@ -52,9 +52,11 @@ impl<F: Future, N: FnOnce() + Unpin> Future for NotifyPending<F, N> {
 #[test]
 fn accept_loop_spreads_connection_tasks_over_the_ps() {
     const CONNS: usize = 64;
+    // Root distribution is a placement rule: on whatever NUMA_RT_PLACEMENT says.
     let rt = numa_rt::Builder::new()
         .max_procs(2)
         .retake_threshold(None)
+        .placement(numa_rt::Placement::numa())
         .build()
         .unwrap();
     let handle = rt.handle().clone();
@@ -144,6 +146,7 @@ fn a_root_task_spawned_after_a_retake_is_still_dealt_out() {
     let rt = numa_rt::Builder::new()
         .max_procs(1)
         .retake_threshold(Some(Duration::from_millis(1)))
+        .placement(numa_rt::Placement::numa())
         .build()
         .unwrap();
     let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -208,7 +211,11 @@ fn a_root_task_spawned_after_a_retake_is_still_dealt_out() {
 #[test]
 fn root_tasks_spawned_by_block_on_are_dealt_over_the_ps() {
     const CONNS: usize = 8;
-    let rt = numa_rt::Builder::new().max_procs(2).build().unwrap();
+    let rt = numa_rt::Builder::new()
+        .max_procs(2)
+        .placement(numa_rt::Placement::numa())
+        .build()
+        .unwrap();
     let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = std_listener.local_addr().unwrap();
     let clients: Vec<_> = (0..CONNS)

@@ -2,6 +2,7 @@
 
 use crate::config::{self, Callback, Config, DeadlockMode, SchedTrace};
 use crate::runtime::{Handle, Runtime};
+use crate::scheduler::placement::{Placement, PLACEMENT_ENV};
 use crate::scheduler::Shared;
 use crate::HistogramConfig;
 use numa_rt_numa::Topology;
@@ -43,6 +44,7 @@ pub struct Builder {
     deadlock: Option<DeadlockMode>,
     deadlock_default: Option<DeadlockMode>,
     start_paused: bool,
+    placement: Option<Placement>,
     #[cfg(feature = "tokio-compat")]
     tokio_compat: bool,
     #[cfg(feature = "tokio-compat")]
@@ -83,11 +85,27 @@ impl Builder {
             deadlock: None,
             deadlock_default: None,
             start_paused: false,
+            placement: None,
             #[cfg(feature = "tokio-compat")]
             tokio_compat: false,
             #[cfg(feature = "tokio-compat")]
             tokio_compat_workers: 1,
         }
+    }
+
+    /// Which placement rules apply on top of Go's scheduling mechanism
+    /// (see [`Placement`]): [`Placement::numa`] (the default, every rule)
+    /// or [`Placement::go`] (plain Go placement: `runnext`, the ring, steal
+    /// half). Overrides `NUMA_RT_PLACEMENT`.
+    ///
+    /// ```
+    /// use numa_rt_executor::{Builder, Placement};
+    /// let rt = Builder::new().max_procs(2).placement(Placement::go()).build().unwrap();
+    /// assert_eq!(rt.block_on(async { 1 + 1 }), 2);
+    /// ```
+    pub fn placement(&mut self, placement: Placement) -> &mut Self {
+        self.placement = Some(placement);
+        self
     }
 
     /// The number of processors (P's): how many tasks run in parallel.
@@ -453,6 +471,10 @@ impl Builder {
             None => config::env(config::RETAKE_ENV, config::parse_retake)?
                 .unwrap_or(Some(Duration::from_millis(10))),
         };
+        let placement = match self.placement {
+            Some(p) => p,
+            None => config::env(PLACEMENT_ENV, |v| v.parse::<Placement>())?.unwrap_or_default(),
+        };
         let schedtrace = match self.schedtrace {
             Some(t) => Some(t),
             None => config::env(config::SCHEDTRACE_ENV, config::parse_schedtrace)?,
@@ -523,6 +545,7 @@ impl Builder {
             schedtrace,
             deadlock,
             start_paused: self.start_paused,
+            placement,
             // One P that never changes (`new_current_thread`, `max_procs(1)`,
             // the tests' default) runs tasks one at a time, as tokio's
             // current-thread runtime does; the P count a CPU-quota source
@@ -581,7 +604,8 @@ impl fmt::Debug for Builder {
             .field("global_queue_interval", &self.global_queue_interval)
             .field("event_interval", &self.event_interval)
             .field("topology", &self.topology)
-            .field("pin_cores", &self.pin_cores);
+            .field("pin_cores", &self.pin_cores)
+            .field("placement", &self.placement);
         #[cfg(feature = "tokio-compat")]
         d.field("tokio_compat", &self.tokio_compat);
         #[cfg(feature = "tokio-compat")]

@@ -43,6 +43,8 @@ pub(crate) struct Config {
     pub(crate) start_paused: bool,
     /// What `Handle::runtime_flavor` says: one fixed P is tokio's current-thread kind.
     pub(crate) flavor: crate::RuntimeFlavor,
+    /// The placement rules (`Builder::placement`, `NUMA_RT_PLACEMENT`).
+    pub(crate) placement: crate::scheduler::placement::Placement,
     /// Start the side tokio runtime (`crate::tokio_compat`).
     #[cfg(feature = "tokio-compat")]
     pub(crate) tokio_compat: bool,

@@ -68,17 +68,17 @@ pub(crate) struct NewLine;
 #[repr(C)]
 pub(crate) struct ProcCounters {
     /// The mean poll time, an exponentially weighted moving average in
-    /// nanoseconds (see `record_batch`). Read by thieves
-    /// (`Processor::keep_for_owner`).
+    /// nanoseconds (see `record_busy`). Read by thieves
+    /// (`Policy::keep`).
     pub(crate) poll_time_ewma_ns: Counter,
-    /// Set when a busy batch outlasts one `event_interval` flush (the P has
-    /// run `event_interval` ticks without its queues running dry), cleared
-    /// when the batch closes. A thief leaves a running P's short ring alone
-    /// only while this is clear (`Processor::keep_for_owner`): a ring that
+    /// Set when a busy stretch outlasts one `event_interval` flush (the P
+    /// has run `event_interval` ticks without its queues running dry),
+    /// cleared when the stretch closes. A thief leaves a running P's short
+    /// ring alone only while this is clear (`Policy::keep`): a ring that
     /// never runs dry (tasks that keep yielding or waking each other) is
     /// work the P cannot finish soon, however short it looks. Relaxed: a
     /// hint, written by the P's M only when it changes.
-    pub(crate) unbroken_batch: AtomicBool,
+    pub(crate) unbroken_busy: AtomicBool,
     /// When the open busy stretch began (ns since `task::epoch`, plus one;
     /// 0: none open), so another thread can add it to `busy_ns`
     /// (`busy_now`). Written once per stretch by the P's M; Relaxed: a
@@ -86,8 +86,8 @@ pub(crate) struct ProcCounters {
     /// for an instant, which a hint may.
     pub(crate) busy_open: AtomicU64,
     /// Nanoseconds the P's M spent running tasks and dispatching between
-    /// them (not searching for work, not parked), flushed at each batch
-    /// boundary.
+    /// them (not searching for work, not parked), flushed at each busy
+    /// stretch's end or flush.
     pub(crate) busy_ns: Counter,
     _owner: NewLine,
     pub(crate) polls: Counter,
@@ -118,7 +118,7 @@ pub(crate) struct ProcCounters {
     /// The busy time per hub wake (ns) the last of them read (a gauge).
     pub(crate) batch_last_work_ns: Counter,
     /// Hubs of kept batches this P was about to poll, sent back to the P
-    /// their batch runs on (`Shared::hub_goes_home`).
+    /// their batch runs on (`Policy::send_home`).
     pub(crate) batch_hub_homes: Counter,
     pub(crate) root_tasks_received: Counter,
     pub(crate) handbacks: Counter,
@@ -215,11 +215,11 @@ impl ProcCounters {
         }
     }
 
-    /// Adds a batch: `busy_ns` held, `polls` task polls in it. The batch's
+    /// Adds a busy stretch: `busy_ns` long, `polls` task polls in it. Its
     /// mean poll time enters the average with the weight of `polls` single
-    /// polls (`1 - (1-α)^polls`), so a long batch moves it more than a
+    /// polls (`1 - (1-α)^polls`), so a long stretch moves it more than a
     /// short one.
-    pub(crate) fn record_batch(&self, busy_ns: u64, polls: u32) {
+    pub(crate) fn record_busy(&self, busy_ns: u64, polls: u32) {
         self.busy_ns.add(busy_ns);
         if polls == 0 {
             return;

@@ -54,5 +54,6 @@ pub use metrics::{
 };
 pub use runtime::{Handle, Runtime, RuntimeFlavor, TryCurrentError};
 pub use scheduler::context::EnterGuard;
+pub use scheduler::placement::{Placement, Rule, PLACEMENT_ENV};
 pub use spawn::{spawn, spawn_blocking, spawn_local, spawn_near};
 pub use task::{AbortHandle, JoinError, JoinHandle, JoinSet};

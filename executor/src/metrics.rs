@@ -251,6 +251,12 @@ impl RuntimeMetrics {
         self.shared.retake_unavailable.as_deref()
     }
 
+    /// The placement rules this runtime applies (`Builder::placement`,
+    /// `NUMA_RT_PLACEMENT`).
+    pub fn placement(&self) -> crate::Placement {
+        self.shared.policy.rules()
+    }
+
     /// Number of processors (P's).
     pub fn num_procs(&self) -> usize {
         self.shared.nprocs()

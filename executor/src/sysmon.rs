@@ -78,7 +78,7 @@
 
 use crate::config::{DeadlockMode, DEADLOCK_ENV};
 use crate::metrics::RuntimeMetrics;
-use crate::scheduler::hub_mode::Mode;
+use crate::scheduler::placement::hub_mode::Mode;
 use crate::scheduler::{lifecycle, Shared};
 use crate::task::{TaskDump, TaskInfo, TaskState};
 use numa_rt_numa::sys::SchedStatFile;
@@ -491,7 +491,9 @@ fn check_stalls(
         let last = st.rates[i].replace((polls, busy, now));
         if in_task && wants_offer(shared, p) {
             match last.and_then(|l| long_polls(l, (polls, busy, now))) {
-                Some(true) if p.long_mark.load(Relaxed) != polls => offer_queue(shared, i, polls),
+                Some(true) if !shared.policy.marked_long(&p.hints, polls) => {
+                    offer_queue(shared, i, polls)
+                }
                 Some(_) => {}
                 // Too soon to say, and still in the poll the last round
                 // saw: look again soon. (Not for every P that keeps a
@@ -562,7 +564,7 @@ fn check_stalls(
 }
 
 /// Polls this long on average get a P's queue offered: five times the keep
-/// window of `Processor::keep_for_owner` (20 µs). Between the two, the P's
+/// window of the placement policy's keep (`placement::KEEP_NS`). Between the two, the P's
 /// mean poll time catches up by itself within `event_interval` polls
 /// (61 × 25 µs: ~1.5 ms) and thieves then take the queue; beyond, that
 /// wait grows to many milliseconds (61 × 500 µs: 30 ms). At 20 µs, the
@@ -588,10 +590,9 @@ const OFFER_ROUND: Duration = Duration::from_micros(250);
 /// cores), the batch was measured to run best here, and offering its
 /// queue made the 64-producer fan-in spread (8.7× slower at 16 workers).
 fn wants_offer(shared: &Shared, p: &crate::scheduler::processor::Processor) -> bool {
-    !p.steal.ring_is_empty() && shared.idle.npidle() != 0 && {
-        let bits = p.running_bits.load(Relaxed);
-        bits == 0 || !shared.hub_modes.keeps(bits)
-    }
+    !p.steal.ring_is_empty()
+        && shared.idle.npidle() != 0
+        && shared.policy.wants_offer(&p.running_batch)
 }
 
 /// Whether a P's polls between two rounds (`(polls, busy ns, when)` each)
@@ -613,16 +614,16 @@ fn long_polls(last: (u64, u64, Instant), now: (u64, u64, Instant)) -> Option<boo
 /// ring and a P is idle: its thieves looked while its mean poll time
 /// (folded every `event_interval` polls) was short, left the queue to
 /// it and went to sleep. Marks the poll in progress (number `polls`) for
-/// thieves (`Processor::mark_long_poll`) and wakes an idle P, which now
+/// thieves (`Policy::mark_long`) and wakes an idle P, which now
 /// takes half the ring. Go and tokio steal any queue and need no such
 /// step; it is what keeping a short queue for its owner costs to do
 /// safely. No clock is read per poll: a TSC stamp at each poll's start and
 /// end cost ping_pong 10-25% at 16 workers on the 16-core machine.
 fn offer_queue(shared: &Shared, i: usize, polls: u64) {
     let p = &shared.procs[i];
-    p.mark_long_poll(polls);
+    shared.policy.mark_long(&p.hints, polls);
     p.metrics.long_poll_offers.incr_shared();
-    if p.steal_look(&shared.hub_modes) == crate::scheduler::processor::Look::Stealable {
+    if shared.steal_look(p, false).stealable() {
         shared.wake_idle_p(p.node);
     }
 }
@@ -727,7 +728,7 @@ fn runtime_idle(shared: &Shared) -> bool {
         && shared
             .procs
             .iter()
-            .all(|p| p.steal.is_empty() && p.inbox.is_empty() && p.bq_len.load(Relaxed) == 0)
+            .all(|p| p.steal.is_empty() && p.inbox.is_empty() && !shared.policy.queued(&p.hints))
 }
 
 /// With the `tracing` feature, the stall report is a `warn!` event (target
@@ -903,7 +904,7 @@ pub(crate) fn schedtrace(shared: &Arc<Shared>, detail: bool) -> String {
                 pm.migrated_polls,
                 pm.batch_wakes,
                 pm.batch_joins,
-                p.bq_len.load(Relaxed),
+                shared.policy.bq_len(&p.hints),
                 pm.batch_queued,
                 pm.batch_polls,
                 pm.batch_splits,
@@ -923,10 +924,11 @@ pub(crate) fn schedtrace(shared: &Arc<Shared>, detail: bool) -> String {
                 .iter()
                 .take(8)
                 .map(|&(b, n)| {
-                    let hub = if !shared.hubs.is_hub_id(b, now_ms) {
+                    let hub = if !shared.policy.hubs.is_hub_id(b, now_ms) {
                         ""
                     } else {
                         match shared
+                            .policy
                             .hub_modes
                             .mode(u32::from(b) << crate::task::BATCH_SHIFT)
                         {
@@ -984,7 +986,7 @@ pub(crate) fn dump(shared: &Shared) -> TaskDump {
         // that had been in one (a test saw it under load). Both read the
         // same atomic, so if the later load finds it unfinished, the
         // earlier one read its flags before they were cleared.
-        let batch = crate::scheduler::batch::live_batch(meta, now).map(|b| b.get());
+        let batch = crate::scheduler::placement::batch::live_batch(meta, now).map(|b| b.get());
         if meta.is_finished() {
             return;
         }

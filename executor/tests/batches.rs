@@ -5,7 +5,7 @@ mod common;
 use common::Hub;
 use futures::channel::mpsc;
 use futures::{SinkExt, StreamExt};
-use numa_rt_executor::{Builder, Handle};
+use numa_rt_executor::{Builder, Handle, Placement};
 use numa_rt_reactor::context::current_p;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -43,7 +43,11 @@ fn fresh_batch(
 
 #[test]
 fn tasks_that_wake_each_other_end_up_in_one_batch() {
-    let rt = Builder::new().max_procs(2).build().unwrap();
+    let rt = Builder::new()
+        .max_procs(2)
+        .placement(Placement::numa())
+        .build()
+        .unwrap();
     rt.block_on(async {
         let handle = Handle::current();
         let (mut to_b, mut b_rx) = mpsc::channel::<u32>(1);
@@ -129,7 +133,11 @@ fn tasks_that_wake_each_other_end_up_in_one_batch() {
 
 #[test]
 fn spawn_near_starts_the_task_on_the_anchors_processor_in_its_batch() {
-    let rt = Builder::new().max_procs(2).build().unwrap();
+    let rt = Builder::new()
+        .max_procs(2)
+        .placement(Placement::numa())
+        .build()
+        .unwrap();
     rt.block_on(async {
         let handle = Handle::current();
         for _ in 0..20 {
@@ -171,7 +179,11 @@ fn spawn_near_starts_the_task_on_the_anchors_processor_in_its_batch() {
 
 #[test]
 fn spawn_near_a_finished_task_is_an_ordinary_spawn() {
-    let rt = Builder::new().max_procs(2).build().unwrap();
+    let rt = Builder::new()
+        .max_procs(2)
+        .placement(Placement::numa())
+        .build()
+        .unwrap();
     let out = rt.block_on(async {
         let done = numa_rt_executor::spawn(async {});
         let abort = done.abort_handle();
@@ -195,7 +207,11 @@ fn spawn_near_a_finished_task_is_an_ordinary_spawn() {
 /// never kept in the batch queue; every value still arrives.
 #[test]
 fn a_pipeline_splits_its_displaced_members_off_to_the_ring() {
-    let rt = Builder::new().max_procs(1).build().unwrap();
+    let rt = Builder::new()
+        .max_procs(1)
+        .placement(Placement::numa())
+        .build()
+        .unwrap();
     let sum = rt.block_on(async {
         let (tx0, mut rx) = mpsc::channel::<u64>(4);
         let mut stages = Vec::new();
@@ -248,7 +264,11 @@ fn a_pipeline_splits_its_displaced_members_off_to_the_ring() {
 fn a_hubs_wakees_stay_in_the_batch_queue() {
     const WORKERS: u64 = 8;
     const ROUNDS: u64 = 50;
-    let rt = Builder::new().max_procs(1).build().unwrap();
+    let rt = Builder::new()
+        .max_procs(1)
+        .placement(Placement::numa())
+        .build()
+        .unwrap();
     let gate = Arc::new(Hub::default());
     rt.block_on(async {
         let mut workers = Vec::new();
@@ -295,7 +315,11 @@ fn a_hubs_wakees_stay_in_the_batch_queue() {
 /// spreads, queued).
 fn hub_until_decided(workers: u64, work: std::time::Duration, until_kept: bool) -> (u64, u64, u64) {
     use std::time::Instant;
-    let rt = Builder::new().max_procs(2).build().unwrap();
+    let rt = Builder::new()
+        .max_procs(2)
+        .placement(Placement::numa())
+        .build()
+        .unwrap();
     let gate = Arc::new(Hub::default());
     let stop = Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX));
     let deadline = Instant::now() + std::time::Duration::from_secs(20);
@@ -396,7 +420,11 @@ fn a_kept_hub_sent_home_loses_nothing() {
     use std::time::{Duration, Instant};
     const PRODUCERS: u64 = 64;
     const VALUES: u64 = 200;
-    let rt = Builder::new().max_procs(2).build().unwrap();
+    let rt = Builder::new()
+        .max_procs(2)
+        .placement(Placement::numa())
+        .build()
+        .unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     let homes = |rt: &numa_rt_executor::Runtime| -> u64 {
         let m = rt.metrics();

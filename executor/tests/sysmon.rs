@@ -7,7 +7,7 @@
 mod common;
 use common::panic_message;
 use futures::channel::oneshot;
-use numa_rt_executor::{spawn, Builder, DeadlockMode};
+use numa_rt_executor::{spawn, Builder, DeadlockMode, Placement};
 use std::time::Duration;
 
 const CHILD: &str = "SYSMON_CHILD";
@@ -135,7 +135,12 @@ fn schedtrace_marks_a_hubs_batch() {
         use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
         use std::sync::Arc;
         const WORKERS: u64 = 6;
-        let rt = Builder::new().max_procs(1).build().unwrap();
+        // Batches are a placement rule: on here whatever NUMA_RT_PLACEMENT says.
+        let rt = Builder::new()
+            .max_procs(1)
+            .placement(Placement::numa())
+            .build()
+            .unwrap();
         let gate = Arc::new(common::Hub::default());
         // The last round, once the hub has run for a few trace periods.
         let last = Arc::new(AtomicU64::new(u64::MAX));

@@ -27,15 +27,14 @@
 //! M's: the park/unpark protocol", and comments marked "(barrier)" point at
 //! that section's "Why no wake-up is lost".
 
-pub(crate) mod batch;
 pub(crate) mod blocking_pool;
 pub(crate) mod context;
-pub(crate) mod hub_mode;
 pub(crate) mod idle;
 pub(crate) mod inject;
 pub(crate) mod lifecycle;
 pub(crate) mod local;
 pub(crate) mod machine;
+pub(crate) mod placement;
 pub(crate) mod processor;
 pub(crate) mod seat;
 pub(crate) mod thread_life;
@@ -50,7 +49,8 @@ use inject::Inject;
 use machine::Machine;
 use numa_rt_numa::Topology;
 use numa_rt_reactor::Reactor;
-use processor::{Core, Look, Processor};
+use placement::Look;
+use processor::{Core, Processor};
 use std::future::Future;
 use std::ops::Range;
 use std::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering::*};
@@ -71,11 +71,8 @@ pub(crate) struct Shared {
     pub(crate) procs: Box<[Processor]>,
     pub(crate) nodes: Box<[Node]>,
     pub(crate) idle: Idle,
-    /// The batches with a hub (see `batch::Hubs`).
-    pub(crate) hubs: batch::Hubs,
-    /// Whether each hub's batch is kept on its P or spread, as measured
-    /// (see `hub_mode`).
-    pub(crate) hub_modes: hub_mode::HubModes,
+    /// The placement policy: its rules and their state (`placement`).
+    pub(crate) policy: placement::Policy,
     pub(crate) config: Config,
     pub(crate) topology: Topology,
     pub(crate) reactor: Reactor,
@@ -272,8 +269,7 @@ impl Shared {
             procs: procs.into_boxed_slice(),
             nodes,
             idle: Idle::new(node_of_p, nnodes),
-            hubs: batch::Hubs::new(),
-            hub_modes: hub_mode::HubModes::default(),
+            policy: placement::Policy::new(config.placement),
             config,
             topology,
             reactor,
@@ -447,7 +443,11 @@ impl Shared {
         if let Some(node) = node {
             return self.push_node(node, task);
         }
-        if numa_rt_reactor::context::take_accepted() && !self.is_shutdown() {
+        // (The accept mark is taken either way: it is for this spawn only.)
+        if numa_rt_reactor::context::take_accepted()
+            && self.policy.spreads_roots()
+            && !self.is_shutdown()
+        {
             // Retired P's (above a shrunk quota) get none.
             let n = self.active_procs().max(1);
             let k = self.rr.fetch_add(1, Relaxed) % n;
@@ -465,7 +465,7 @@ impl Shared {
     ///
     /// - On a worker of this runtime holding a P: to `runnext` (displacing the
     ///   previous occupant to the tail, or to the batch queue when it is in
-    ///   the waker's batch: `queue_displaced`), so a woken consumer runs right
+    ///   the waker's batch: the policy's `displaced`), so a woken consumer runs right
     ///   after its producer with warm caches; to the tail when the task woke itself
     ///   (yield) or was woken by the P's poller (FIFO keeps Vyukov's
     ///   write-before-read-before-accept order).
@@ -511,18 +511,34 @@ impl Shared {
                 core.queue.push_back(task, &self.nodes[core.node].inject);
                 Some(core.node)
             } else {
+                let p = &self.procs[core.index];
                 let bits = if edge {
-                    let bits =
-                        batch::learn_edge(core, task.metadata(), &self.procs[core.index].metrics);
-                    if batch::note_wake(core, task.metadata()) {
-                        self.note_hub_poll(core, bits);
-                    }
-                    bits
+                    let site = |meta: &crate::task::TaskMeta| {
+                        self.tasks
+                            .location(meta.id.as_u64(), meta.slot())
+                            .map_or(0, |l| std::ptr::from_ref(l) as usize)
+                    };
+                    let busy = || self.busy_time();
+                    let (owner, clock) = (&mut core.place, core.clock_ms);
+                    self.policy
+                        .on_wake(owner, task.metadata(), clock, &p.metrics, site, busy)
                 } else {
                     0
                 };
                 match core.queue.swap_runnext(task) {
-                    Some(old) => self.queue_displaced(core, old, bits).then_some(core.node),
+                    Some(old) => {
+                        let (owner, clock) = (&mut core.place, core.clock_ms);
+                        match self
+                            .policy
+                            .displaced(owner, &p.hints, old, bits, clock, &p.metrics)
+                        {
+                            Some(old) => {
+                                core.queue.push_back(old, &self.nodes[core.node].inject);
+                                Some(core.node)
+                            }
+                            None => None,
+                        }
+                    }
                     // A new task is new work (Go's `newproc` wakes a P): a
                     // spawner that keeps running must not hold its child
                     // back from an idle P.
@@ -555,167 +571,15 @@ impl Shared {
         self.push_node(node, task);
     }
 
-    /// Whether `hub`, about to be polled on `core` but last polled on P
-    /// `home`, goes back there instead: it is the followed hub of batch
-    /// `bits` (`hub_mode`), the batch is kept (measuring, or held kept),
-    /// and `home` is polling a member of it now (its `running_bits`), so
-    /// it will reach its inbox as soon as the members it runs block.
-    ///
-    /// A kept fan-in's consumer waits on an empty channel after each drain;
-    /// the first producer to send wakes it into the `runnext` of the
-    /// producer's P. A producer running on another P (one a thief took at
-    /// spawn, before the batch was known) so took the consumer there,
-    /// while the producers its drains had queued on `home` kept running on
-    /// `home`: both P's then contend on the one channel until the batch
-    /// settles again (docs/architecture.md, "Batches", *A hub goes home*).
-    /// Checked only for a task that last ran on another P (the common path
-    /// is the one load `TaskMeta::polled_last_on` already does).
-    #[cold]
-    #[inline(never)]
-    pub(crate) fn hub_goes_home(
-        &self,
-        core: &Core,
-        hub: &crate::task::TaskMeta,
-        bits: u32,
-        home: usize,
-    ) -> bool {
-        if bits == 0
-            || home == core.index
-            || home >= self.active_procs()
-            || !self
-                .hub_modes
-                .may_follow(bits, std::ptr::from_ref(hub) as usize)
-            || !self.hub_modes.keeps(bits)
-        {
-            return false;
-        }
-        let p = &self.procs[home];
-        p.in_task.load(Relaxed) && p.running_bits.load(Relaxed) == bits
-    }
-
-    /// Sends a hub back to P `home` (see `hub_goes_home`): its inbox, which
-    /// a busy P reads when its own queues run dry (and once in 61 ticks),
-    /// an idle one once woken.
-    #[cold]
-    #[inline(never)]
-    pub(crate) fn send_hub_home(&self, home: usize, task: Runnable) {
-        self.push_inbox(home, task);
-    }
-
-    /// A poll on `core` has just woken its [`batch::HUB_WAKES`]th different
-    /// task: count it and mark its batch (`bits`) a hub's. Out of line and
-    /// cold (once per hub poll), so the schedule closure stays small.
-    #[cold]
-    #[inline(never)]
-    fn note_hub_poll(&self, core: &Core, bits: u32) {
-        self.procs[core.index].metrics.batch_hub_polls.incr();
-        if bits != 0 {
-            self.hubs.mark(bits, core.clock_ms);
-            let site = || {
-                // SAFETY: we run inside the poll of the task `running_meta`
-                // names (a hub poll is counted by `Shared::schedule` during
-                // it), whose allocation async-task keeps alive for the poll.
-                let meta = unsafe { &*(core.running_meta as *const crate::task::TaskMeta) };
-                self.tasks
-                    .location(meta.id.as_u64(), meta.slot())
-                    .map_or(0, |l| std::ptr::from_ref(l) as usize)
-            };
-            self.hub_modes
-                .claim(bits, core.running_meta, site, &self.hub_at());
-        }
-    }
-
-    /// Where a hub's poll ends, for `hub_mode`: the clock (read once per
-    /// poll end of a followed hub) and the runtime's busy time so far,
-    /// every P's flushed time and open busy stretch (a clock read and two
-    /// loads per P, only when a measurement begins or ends).
-    fn hub_at(&self) -> hub_mode::At<impl Fn() -> u32, impl Fn() -> u64 + '_> {
-        hub_mode::At {
-            now_ms: || crate::task::epoch_ms(std::time::Instant::now()),
-            busy: move || {
-                let now = crate::task::epoch_ns(std::time::Instant::now());
-                self.procs
-                    .iter()
-                    .map(|p| p.metrics.busy_now(now))
-                    .sum::<u64>()
-            },
-        }
-    }
-
-    /// Whether the batch in `core`'s batch queue is kept (`hub_mode`:
-    /// measuring, or measured to carry little work per release): then neither an idle P nor a thief's
-    /// request splits it. Clears a thief's request it refuses.
-    pub(crate) fn bq_kept(&self, core: &Core) -> bool {
-        let Some(t) = core.bq.front() else {
-            return false;
-        };
-        let kept = self.hub_modes.keeps(t.metadata().batch_bits());
-        if kept {
-            self.procs[core.index].split.store(false, Relaxed);
-        }
-        kept
-    }
-
-    /// The poll just ended on `core` (of a task in batch `bits`) woke
-    /// `core.poll_wakes` tasks: a hub's progress if it is a followed hub,
-    /// which may end its batch's phase (`hub_mode`). Out of line: called
-    /// after the polls of a task that may be one
-    /// (`HubModes::may_follow`).
-    #[cold]
-    #[inline(never)]
-    pub(crate) fn note_poll_wakes(&self, core: &Core, bits: u32) {
-        let decided =
-            self.hub_modes
-                .note_wakes(bits, core.running_meta, core.poll_wakes, &self.hub_at());
-        let m = &self.procs[core.index].metrics;
-        match decided {
-            hub_mode::Decision::None => return,
-            hub_mode::Decision::Keep => m.batch_keeps.incr(),
-            hub_mode::Decision::Spread => m.batch_spreads.incr(),
-        }
-        if let Some(ns) = self.hub_modes.last_work(bits) {
-            m.batch_last_work_ns.set(ns);
-        }
-    }
-
-    /// Where the task a wake displaced from `runnext` goes. A member of the
-    /// waker's batch (`bits`, see `batch::learn_edge`) is one of two
-    /// members runnable at once: occam-π's cue to split. It is kept in the
-    /// batch queue only when its batch has a hub (a member whose poll woke
-    /// [`batch::HUB_WAKES`] different tasks lately, `batch::Hubs`: a
-    /// fan-in's consumer) and the hub's batch is held kept
-    /// (`hub_mode`: measured to carry little work per release, so its
-    /// members, which contend on the hub's one channel, run best one after
-    /// another beside it), idle P's or not. Otherwise it goes to the ring's
-    /// tail, as in Go, and marks the ring shared out
-    /// (`Processor::share_out`), so a thief may take it however soon this P
-    /// would reach it itself: a pipeline's stages spread over the P's and
-    /// run at once; kept together, they ran as one wave on one P while the
-    /// other P found nothing and parked (docs/architecture.md, "Batches").
-    /// A task of another batch, or of none, goes to the ring under the
-    /// ring's keep rule.
-    /// Out of line: most wakes displace nothing, and the schedule function's
-    /// closure stays small enough to be inlined.
-    /// True if it went to the ring (a thief may take it).
-    #[inline(never)]
-    fn queue_displaced(&self, core: &mut Core, old: Runnable, bits: u32) -> bool {
-        if bits != 0
-            && old.metadata().batch_bits() == bits
-            && batch::live_batch(old.metadata(), core.clock_ms).is_some()
-        {
-            let keep = self.hub_modes.keeps(bits)
-                && (batch::in_hub_poll(core) || self.hubs.is_hub(bits, core.clock_ms));
-            if !keep {
-                self.procs[core.index].share_out();
-            } else if core.bq.len() < processor::BATCH_QUEUE_CAP {
-                let p = &self.procs[core.index];
-                p.metrics.batch_queued.incr();
-                core.bq_push(old, p);
-                return false;
-            }
-        }
-        core.queue.push_back(old, &self.nodes[core.node].inject);
-        true
+    /// The runtime's busy time so far (ns): every P's flushed time and open
+    /// busy stretch (a clock read and two loads per P; the placement
+    /// policy's hub measurement reads it when a measurement begins or ends).
+    pub(crate) fn busy_time(&self) -> u64 {
+        let now = crate::task::epoch_ns(std::time::Instant::now());
+        self.procs
+            .iter()
+            .map(|p| p.metrics.busy_now(now))
+            .sum::<u64>()
     }
 
     /// Picks a node for work that comes from outside the runtime, round-robin
@@ -843,6 +707,33 @@ impl Shared {
         }
     }
 
+    /// What a thief may take from P `v` now (the policy's [`Policy::look`]
+    /// over the victim's queue lengths); `ask`: a batch queue alone is
+    /// asked to split.
+    ///
+    /// [`Policy::look`]: placement::Policy::look
+    #[inline]
+    pub(crate) fn steal_look(&self, v: &Processor, ask: bool) -> Look {
+        let victim = placement::Victim {
+            ring: v.steal.len(),
+            runnext: v.steal.has_runnext(),
+            held: v.running.load(Relaxed),
+            hints: &v.hints,
+            running: &v.running_batch,
+            counters: &v.metrics,
+        };
+        self.policy.look(victim, ask)
+    }
+
+    /// Whether P `p`'s core (`core`) holds work a thief woken now could take
+    /// (the policy's keep; `next`: tasks this M runs first).
+    #[inline]
+    pub(crate) fn shareable(&self, core: &Core, next: usize) -> bool {
+        let p = &self.procs[core.index];
+        self.policy
+            .shareable(&core.place, &p.hints, &p.metrics, core.queue.len(), next)
+    }
+
     /// Whether any queue a parking M could take from holds work.
     /// `spinner` (as in Go, only a spinner looks further): also the other
     /// P's of its node, and the queues and P's of other nodes that have
@@ -865,22 +756,22 @@ impl Shared {
         let look = |n: &Node| {
             let mut seen = Look::Nothing;
             for q in &self.procs[n.procs.clone()] {
-                match q.steal_look(&self.hub_modes) {
+                match self.steal_look(q, false) {
                     _ if q.index == me => {}
-                    Look::Stealable => return Look::Stealable,
+                    l if l.stealable() => return l,
                     Look::Kept => seen = Look::Kept,
-                    Look::Nothing => {}
+                    _ => {}
                 }
             }
             seen
         };
         match look(&self.nodes[p.node]) {
-            Look::Stealable => return true,
+            l if l.stealable() => return true,
             Look::Kept => return false,
-            Look::Nothing => {}
+            _ => {}
         }
         self.nodes.iter().enumerate().any(|(k, n)| {
-            k != p.node && self.saturated(k) && (!n.inject.is_empty() || look(n) == Look::Stealable)
+            k != p.node && self.saturated(k) && (!n.inject.is_empty() || look(n).stealable())
         })
     }
 

@@ -20,6 +20,7 @@
 //! queue is `context.rs`.
 
 use super::machine::Machine;
+use super::placement::{Look, Next};
 use super::processor::{Core, Processor};
 use super::{BoxCore, Shared};
 use crate::task::Runnable;
@@ -42,7 +43,8 @@ pub(crate) struct Worker {
 
 /// Empty pre-park polls after which the node's watcher starts skipping
 /// them, and how many it skips between two it still makes (step 5 of
-/// `find_runnable`).
+/// `find_runnable`): at light load each is an empty `epoll_wait` per
+/// request that the watcher's park repeats anyway.
 const QUIET_POLLS: u8 = 8;
 
 /// Consecutive `runnext` polls allowed before the ring gets a turn (tokio's
@@ -50,24 +52,9 @@ const QUIET_POLLS: u8 = 8;
 /// so without this cap two tasks waking each other would starve the queue.
 const MAX_LIFO_POLLS: u32 = 3;
 
-/// Batch-queue polls allowed before the ring gets a turn: a batch whose
-/// members keep waking each other must not starve the P's other tasks.
-const MAX_BATCH_RUN: u32 = 16;
-
-/// How long a spinning thief keeps looking, once a pass found only work a
-/// victim keeps for its own M (ring tasks it reaches soon, or a batch queue
-/// the thief just asked it to split), before it parks. The owner shares
-/// such work at the end of its current poll, typically a few microseconds
-/// away; a park and the unpark that follows cost more than that on both
-/// sides. Measured (8-stage pipeline, 2 P's): parks per 100,000 values
-/// ~250 -> ~110, wall time 0.87-0.88x, CPU 0.93x; 20 µs did no better
-/// there and cost ~4% at 64 HTTP connections on 16 P's over 2 CPUs, where
-/// every spinning M takes its CPU from a working one.
-const KEPT_SPIN: Duration = Duration::from_micros(6);
-
-/// How often the thief of [`KEPT_SPIN`] looks again: between two looks it
-/// reads only the clock, not the victims' queue lines, which their owners
-/// write on every push and pop.
+/// How often a spinner waiting on kept work looks again (the policy's
+/// `kept_spin`): between two looks it reads only the clock, not the
+/// victims' queue lines, which their owners write on every push and pop.
 const KEPT_LOOK_EVERY: Duration = Duration::from_micros(1);
 
 /// Passes over the victims when stealing (Go's `stealTries`).
@@ -82,8 +69,8 @@ const RUNNEXT_GRACE: Duration = Duration::from_micros(3);
 /// `Shared::saturated`): a task that has just woken its awaiter and is
 /// about to return still counts as running, and the awaiter's next
 /// `spawn_on` to that node must not go to a remote spinner in that moment.
-/// 100 µs is ~30x Go's runnext grace: long enough for the node's own M,
-/// short next to the CPU a starved node wastes.
+/// ~30x Go's runnext grace: long enough for the node's own M, short next
+/// to the CPU a starved node wastes.
 const REMOTE_GRACE: Duration = Duration::from_micros(100);
 
 /// What one steal pass over a node's P's found.
@@ -165,7 +152,7 @@ impl Worker {
             // since there may be more work than it can take — but only if
             // there is more: other work visible to a spinner after this M
             // stopped counting as one (what it stole and keeps counts not:
-            // `Core::shareable`). A submitter that saw this spinner
+            // `Shared::shareable`). A submitter that saw this spinner
             // woke nobody; its push comes before its SeqCst fence and load
             // of `nmspinning`, our SeqCst decrement before our fence and
             // look, so one of us sees the other (the park barrier's
@@ -175,7 +162,7 @@ impl Worker {
             core.spinning = false;
             if self.shared.idle.stop_spinning(core.node) {
                 fence(SeqCst);
-                if core.shareable(p, 0) || self.shared.any_work(core.index, true) {
+                if self.shared.shareable(&core, 0) || self.shared.any_work(core.index, true) {
                     self.shared.wake_idle_p(core.node);
                 }
             }
@@ -186,9 +173,9 @@ impl Worker {
         if let Err(last) = meta.polled_last_on(core.index) {
             // A task that last ran elsewhere (one load on the common path).
             if let Some(home) = last {
-                if self.shared.hub_goes_home(&core, meta, bits, home) {
+                if self.sends_home(core.index, meta, bits, home) {
                     p.metrics.batch_hub_homes.incr();
-                    self.shared.send_hub_home(home, task);
+                    self.shared.push_inbox(home, task);
                     return Some(core);
                 }
                 p.metrics.migrated_polls.incr();
@@ -197,17 +184,15 @@ impl Worker {
         }
         p.metrics.polls.incr();
         // Busy time runs from the first task found to the next search for
-        // work (see `counters`); a clock read only when a batch begins.
+        // work (see `counters`); a clock read only when a stretch begins.
         core.begin_busy(&p.metrics);
-        core.batch_polls = core.batch_polls.wrapping_add(1);
+        core.busy_polls = core.busy_polls.wrapping_add(1);
         let hist = p.metrics.poll_histogram.as_deref();
         meta.note_polled(core.clock_ms);
         p.current_task.store(meta.id.as_u64(), Relaxed);
-        core.running_meta = std::ptr::from_ref(meta) as usize;
-        core.poll_wakes = 0;
-        core.last_wakees = [0; 2];
-        // The running batch, for sysmon's offer (one store).
-        p.running_bits.store(bits, Relaxed);
+        self.shared
+            .policy
+            .begin_poll(&mut core.place, &p.running_batch, meta, bits);
         p.in_task.store(true, Relaxed);
         // SAFETY: this thread is the M owning the seat.
         unsafe { self.machine.seat.enter_poll(core) };
@@ -235,23 +220,42 @@ impl Worker {
         if forced {
             p.metrics.forced_yields.incr();
         }
-        // A hub's progress, for its batch's mode (`hub_mode`): one branch
-        // for polls that woke nobody or are in no batch, one load for the
-        // rest (ping_pong at one worker: 1,625 -> 1,638 instructions per
-        // message; 1,681 with the out-of-line call after every such poll).
-        // `running_meta` is only compared: the task may be gone by now.
-        if core.poll_wakes != 0
-            && bits != 0
-            && self.shared.hub_modes.may_follow(bits, core.running_meta)
-        {
-            self.shared.note_poll_wakes(&core, bits);
-        }
+        // The end of a hub's poll may end its batch's measurement.
+        let busy = || self.shared.busy_time();
+        self.shared
+            .policy
+            .end_poll(&core.place, bits, &p.metrics, busy);
         Some(core)
     }
 
-    /// Finds the next task, parking when there is none. `None` on shutdown
-    /// (the core is then left in its processor's `core_slot`).
-    /// `p`: `core`'s processor.
+    /// Whether a task about to be polled here but last polled on P `home`
+    /// goes back there (the policy's `send_home`, asked with what `home`
+    /// is polling now).
+    #[cold]
+    #[inline(never)]
+    fn sends_home(
+        &self,
+        here: usize,
+        meta: &crate::task::TaskMeta,
+        bits: u32,
+        home: usize,
+    ) -> bool {
+        let shared = &*self.shared;
+        home != here
+            && home < shared.active_procs()
+            && shared.policy.send_home(meta, bits, || {
+                let h = &shared.procs[home];
+                h.in_task.load(Relaxed).then(|| h.running_batch.get())
+            })
+    }
+
+    /// Finds the next task, parking when there is none (Go's `findRunnable`;
+    /// the steps are docs/architecture.md, "The scheduling loop"). `None`
+    /// on shutdown (the core is then left in its processor's `core_slot`).
+    /// `p`: `core`'s processor. The placement policy is asked at two
+    /// points, in `local_next` (what the owner runs after `runnext`) and
+    /// `on_event_tick` (a split for an idle P); the steal asks it what a
+    /// thief may take.
     fn find_runnable(&self, p: &Processor, mut core: BoxCore) -> Option<(BoxCore, Runnable)> {
         debug_assert_eq!(p.index, core.index);
         let shared = &*self.shared;
@@ -274,175 +278,38 @@ impl Worker {
                 }
                 continue;
             }
-            let m = &p.metrics;
             // 1. Fairness: the other queues first, once in a while.
             if cfg.global_queue_interval.hits(core.tick) {
-                if let Some(t) = self.machine.local.pop() {
-                    core.tick = core.tick.wrapping_add(1);
-                    return Some((core, t));
-                }
-                // A batch, not one task: with local work that never runs
-                // out (tasks that keep yielding), one task per 61 ticks
-                // would starve the node queue (tokio's spawn_many_remote_busy1
-                // took 370x longer that way).
-                if let Some(t) = self.take_batch(&mut core) {
+                if let Some(t) = self.pinned_or_global(&mut core) {
                     return Some((core, t));
                 }
             }
             // 2. Keep this P's I/O and timers moving while it is busy.
             if cfg.event_interval.hits(core.tick) && core.tick != core.last_event_tick {
-                core.last_event_tick = core.tick;
-                // The batch boundary for busy time (one clock read per
-                // `event_interval` ticks; see `counters`).
-                core.flush_busy(m, true);
-                core = self.poll_driver(core, false);
-                // The quota re-read reaches a busy P here (one load per
-                // `event_interval` ticks).
-                if core.index >= shared.active_procs() {
-                    core.retired = true;
+                core = self.on_event_tick(p, core);
+                if core.retired {
                     continue;
                 }
-                // occam-π's split, once per `event_interval` ticks: a batch
-                // queue still holding tasks while a P of the node idles is
-                // a batch with members runnable at once and a processor to
-                // run them. The push-time rule misses it once every P was
-                // busy when the members were queued, and an idle P is not
-                // woken for a `runnext` push (see `Shared::schedule`).
-                if !core.bq.is_empty()
-                    && shared.idle.node_npidle_hint(core.node) != 0
-                    && !shared.bq_kept(&core)
-                    && core.bq_split(&shared.procs[core.index], &shared.nodes[core.node].inject)
-                {
-                    shared.wake_idle_p(core.node);
-                }
             }
-            // 3. runnext, the batch queue, then the ring.
-            if core.lifo_polls < MAX_LIFO_POLLS {
-                if let Some(t) = core.queue.pop_runnext() {
-                    core.lifo_polls += 1;
-                    m.runnext_polls.incr();
-                    return Some((core, t));
-                }
-            }
-            if !core.bq.is_empty() {
-                if p.split.load(Relaxed) && !shared.bq_kept(&core) {
-                    if core.bq_split(p, &shared.nodes[core.node].inject) {
-                        shared.wake_idle_p(core.node);
-                    }
-                } else if core.bq_run < MAX_BATCH_RUN || core.queue.ring_is_empty() {
-                    if let Some(t) = core.bq_pop(p) {
-                        core.bq_run += 1;
-                        core.lifo_polls = 0;
-                        core.tick = core.tick.wrapping_add(1);
-                        m.batch_polls.incr();
-                        return Some((core, t));
-                    }
-                }
-            }
-            if let Some((t, lifo)) = core.queue.pop(false) {
-                if lifo {
-                    // The ring was empty: runnext past its cap.
-                    core.lifo_polls += 1;
-                    m.runnext_polls.incr();
-                } else {
-                    core.lifo_polls = 0;
-                    core.bq_run = 0;
-                    core.tick = core.tick.wrapping_add(1);
-                }
+            // 3. runnext, the policy's pick, the ring.
+            if let Some(t) = self.local_next(p, &mut core) {
                 return Some((core, t));
-            }
-            core.lifo_polls = 0;
-            // The ring ran dry: what the owner shared out is gone.
-            if p.shared_out.load(Relaxed) {
-                p.shared_out.store(false, Relaxed);
             }
             // 4. Pinned tasks, the inbox, the node queue.
-            if let Some(t) = self.machine.local.pop() {
+            if let Some(t) = self.pinned_or_global(&mut core) {
+                return Some((core, t));
+            }
+            // 5. The poller, without blocking.
+            let found;
+            (core, found) = self.poll_quietly(core);
+            if let Some(t) = found {
+                return Some((core, t));
+            }
+            // 6. Steal. Searching is not busy time: the stretch closes here.
+            core.flush_busy(&p.metrics, false);
+            if let Some(t) = self.steal_work(&mut core, woke) {
                 core.tick = core.tick.wrapping_add(1);
                 return Some((core, t));
-            }
-            if let Some(t) = self.take_batch(&mut core) {
-                return Some((core, t));
-            }
-            // 5. The poller, without blocking. The node's watcher may skip
-            // it while it keeps finding nothing: its park blocks on every
-            // poller of the node, its own included, so it would see the
-            // same events one syscall later, and at light load (one
-            // connection) this poll is an empty `epoll_wait` per request.
-            // It still polls once per `QUIET_POLLS` skips, and polls every
-            // time again as soon as one finds work: where the poll does find
-            // work, it finds it before this M releases its P (a parked P
-            // gets woken for new work). Always skipping saved 2.13 -> 2.02
-            // `epoll_wait`s per request at one connection; under 4
-            // connections on 2 P's its effect was inside this machine's
-            // run-to-run noise, so the cautious rule was kept.
-            let skip = core.quiet_polls >= QUIET_POLLS
-                && core.skipped_polls < QUIET_POLLS
-                && core.driver.as_ref().is_some_and(|d| d.watches());
-            if skip {
-                core.skipped_polls += 1;
-            } else {
-                core.skipped_polls = 0;
-                core = self.poll_driver(core, false);
-                if let Some((t, _)) = core.queue.pop(true) {
-                    core.quiet_polls = 0;
-                    core.tick = core.tick.wrapping_add(1);
-                    return Some((core, t));
-                }
-                core.quiet_polls = core.quiet_polls.saturating_add(1);
-            }
-            // 6. Steal. Searching for work is not busy time: the batch
-            // closes here (and a found task opens the next one).
-            core.flush_busy(m, false);
-            // Only where there is something to steal: another busy P of
-            // this node, or a saturated node elsewhere. At light load (this
-            // M's P the only busy one) the scan would probe every idle P's
-            // empty ring — a cache miss each on a big machine — on every
-            // request before parking.
-            if !core.spinning && shared.idle.may_spin(core.node) && self.worth_stealing(core.node) {
-                core.spinning = true;
-                shared.idle.start_spinning(core.node);
-            }
-            // A new M (tick 0, never parked) skips the steal: at build every
-            // M starts spinning, and N of them each scanning N victims made
-            // build() quadratic (1,024 P's: a quarter of its time in
-            // `steal_from`). Nothing is lost: its park re-checks every
-            // queue a spinner may take from (`any_work`), and comes back
-            // spinning if one has work.
-            let fresh = core.tick == 0 && !woke;
-            if core.spinning && !fresh {
-                // Kept work only: look again every `KEPT_LOOK_EVERY` for
-                // `KEPT_SPIN` before parking (see there).
-                let mut since: Option<Instant> = None;
-                loop {
-                    match self.steal(&mut core) {
-                        Ok(t) => {
-                            core.tick = core.tick.wrapping_add(1);
-                            return Some((core, t));
-                        }
-                        Err(Empty { kept: true }) => {
-                            let now = Instant::now();
-                            let t0 = *since.get_or_insert(now);
-                            if now - t0 >= KEPT_SPIN || shared.is_shutdown() {
-                                break;
-                            }
-                            while now.elapsed() < KEPT_LOOK_EVERY {
-                                crate::loom::spin_loop();
-                            }
-                            // What arrived meanwhile for this M, this P or
-                            // its node: a submitter that saw this M
-                            // spinning woke nobody else for it.
-                            if let Some(t) = self.machine.local.pop() {
-                                core.tick = core.tick.wrapping_add(1);
-                                return Some((core, t));
-                            }
-                            if let Some(t) = self.take_batch(&mut core) {
-                                return Some((core, t));
-                            }
-                        }
-                        Err(_) => break,
-                    }
-                }
             }
             // 7. Park (or give the P back to the M that lent it).
             if core.index >= shared.active_procs() {
@@ -450,13 +317,167 @@ impl Worker {
                 continue;
             }
             if woke {
-                shared.procs[core.index].metrics.spurious_wakeups.incr();
+                p.metrics.spurious_wakeups.incr();
             }
             core = self.park(core)?;
             woke = true;
             // Woken to retire (sysmon's quota re-read wakes idle P's above it).
             if core.index >= shared.active_procs() {
                 core.retired = true;
+            }
+        }
+    }
+
+    /// This M's pinned tasks (one), then a share of the P's inbox or the
+    /// node queue (`take_global`).
+    #[inline]
+    fn pinned_or_global(&self, core: &mut Core) -> Option<Runnable> {
+        if let Some(t) = self.machine.local.pop() {
+            core.tick = core.tick.wrapping_add(1);
+            return Some(t);
+        }
+        // A share, not one task: with local work that never runs out
+        // (tasks that keep yielding), one task per 61 ticks would starve
+        // the node queue (tokio's spawn_many_remote_busy1).
+        self.take_global(core)
+    }
+
+    /// Once per `event_interval` ticks: the busy stretch's flush, a
+    /// non-blocking poll of the P's driver, the quota re-read (marks the
+    /// core retired), and the policy's split for an idle P.
+    fn on_event_tick(&self, p: &Processor, mut core: BoxCore) -> BoxCore {
+        let shared = &*self.shared;
+        core.last_event_tick = core.tick;
+        core.flush_busy(&p.metrics, true);
+        core = self.poll_driver(core, false);
+        if core.index >= shared.active_procs() {
+            core.retired = true;
+            return core;
+        }
+        let idle_p = shared.idle.node_npidle_hint(core.node) != 0;
+        let inject = &shared.nodes[core.node].inject;
+        let Core { place, queue, .. } = &mut *core;
+        let to_ring = |t| queue.push_back(t, inject);
+        if shared
+            .policy
+            .on_tick(place, &p.hints, idle_p, &p.metrics, to_ring)
+        {
+            shared.wake_idle_p(core.node);
+        }
+        core
+    }
+
+    /// `runnext` (at most [`MAX_LIFO_POLLS`] in a row), the policy's pick
+    /// (its batch queue), then the ring; `runnext` past its cap when the
+    /// ring is empty.
+    #[inline]
+    fn local_next(&self, p: &Processor, core: &mut Core) -> Option<Runnable> {
+        let m = &p.metrics;
+        if core.lifo_polls < MAX_LIFO_POLLS {
+            if let Some(t) = core.queue.pop_runnext() {
+                core.lifo_polls += 1;
+                m.runnext_polls.incr();
+                return Some(t);
+            }
+        }
+        let policy = &self.shared.policy;
+        if core.place.has_work() {
+            let inject = &self.shared.nodes[core.node].inject;
+            let ring_empty = core.queue.ring_is_empty();
+            let Core { place, queue, .. } = &mut *core;
+            let to_ring = |t| queue.push_back(t, inject);
+            match policy.owner_next(place, &p.hints, ring_empty, m, to_ring) {
+                Next::Run(t) => {
+                    core.lifo_polls = 0;
+                    core.tick = core.tick.wrapping_add(1);
+                    return Some(t);
+                }
+                Next::Split => self.shared.wake_idle_p(core.node),
+                Next::Ring => {}
+            }
+        }
+        if let Some((t, lifo)) = core.queue.pop(false) {
+            if lifo {
+                // The ring was empty: runnext past its cap.
+                core.lifo_polls += 1;
+                m.runnext_polls.incr();
+            } else {
+                core.lifo_polls = 0;
+                policy.ring_ran(&mut core.place);
+                core.tick = core.tick.wrapping_add(1);
+            }
+            return Some(t);
+        }
+        core.lifo_polls = 0;
+        policy.ring_dry(&p.hints);
+        None
+    }
+
+    /// Step 5: the P's poller without blocking, and what it queued. The
+    /// node's watcher may skip it while it keeps finding nothing: its park
+    /// blocks on every poller of the node, its own included, so it sees
+    /// the same events one syscall later. It still polls once per
+    /// [`QUIET_POLLS`] skips, and every time again once one finds work.
+    fn poll_quietly(&self, mut core: BoxCore) -> (BoxCore, Option<Runnable>) {
+        let skip = core.quiet_polls >= QUIET_POLLS
+            && core.skipped_polls < QUIET_POLLS
+            && core.driver.as_ref().is_some_and(|d| d.watches());
+        if skip {
+            core.skipped_polls += 1;
+            return (core, None);
+        }
+        core.skipped_polls = 0;
+        core = self.poll_driver(core, false);
+        if let Some((t, _)) = core.queue.pop(true) {
+            core.quiet_polls = 0;
+            core.tick = core.tick.wrapping_add(1);
+            return (core, Some(t));
+        }
+        core.quiet_polls = core.quiet_polls.saturating_add(1);
+        (core, None)
+    }
+
+    /// Step 6: become a spinner if Go's rule allows one more and there is
+    /// something to steal, then steal. A spinner that found only work its
+    /// victims keep looks again every [`KEPT_LOOK_EVERY`] for the policy's
+    /// `kept_spin`, taking what arrives meanwhile for this M, P or node.
+    fn steal_work(&self, core: &mut Core, woke: bool) -> Option<Runnable> {
+        let shared = &*self.shared;
+        // Only where there is something to steal: another busy P of this
+        // node, or a saturated node elsewhere (at light load the scan would
+        // probe every idle P's empty ring before each park).
+        if !core.spinning && shared.idle.may_spin(core.node) && self.worth_stealing(core.node) {
+            core.spinning = true;
+            shared.idle.start_spinning(core.node);
+        }
+        // A new M (tick 0, never parked) skips the steal: at build every M
+        // starts spinning, and N of them each scanning N victims made
+        // build() quadratic. Its park re-checks every queue (`any_work`)
+        // and comes back spinning if one has work.
+        let fresh = core.tick == 0 && !woke;
+        if !core.spinning || fresh {
+            return None;
+        }
+        let spin = shared.policy.kept_spin();
+        let mut since: Option<Instant> = None;
+        loop {
+            match self.steal(core) {
+                Ok(t) => return Some(t),
+                Err(Empty { kept: true }) if !spin.is_zero() => {
+                    let now = Instant::now();
+                    let t0 = *since.get_or_insert(now);
+                    if now - t0 >= spin || shared.is_shutdown() {
+                        return None;
+                    }
+                    while now.elapsed() < KEPT_LOOK_EVERY {
+                        crate::loom::spin_loop();
+                    }
+                    // A submitter that saw this M spinning woke nobody else.
+                    if let Some(t) = self.pinned_or_global(core) {
+                        return Some(t);
+                    }
+                }
+                Err(_) => return None,
             }
         }
     }
@@ -522,10 +543,10 @@ impl Worker {
         }
     }
 
-    /// Takes a batch from the P's inbox or else the node queue into the
+    /// Takes a share of the P's inbox or else the node queue into the
     /// local queue (Go's `globrunqget` share, capped by the room in the
     /// ring); returns the oldest to run now.
-    fn take_batch(&self, core: &mut Core) -> Option<Runnable> {
+    fn take_global(&self, core: &mut Core) -> Option<Runnable> {
         let shared = &*self.shared;
         let p = &shared.procs[core.index];
         let node = &shared.nodes[core.node];
@@ -538,16 +559,16 @@ impl Worker {
         // at a fairness check), and Go's share of the node queue.
         let room = (crate::queue::CAPACITY - core.queue.len().min(crate::queue::CAPACITY)) / 2;
         let max = room.clamp(1, crate::queue::CAPACITY / 2);
-        let mut batch = std::mem::take(&mut core.batch);
+        let mut grab = std::mem::take(&mut core.grab);
         if !p.inbox.is_empty() {
-            p.inbox.pop_batch(max, &mut batch);
+            p.inbox.pop_batch(max, &mut grab);
         } else if !node.inject.is_empty() {
             let len = node.inject.len();
             let n = (len / node.procs.len().max(1) + 1).min(len).min(max);
-            node.inject.pop_batch(n, &mut batch);
+            node.inject.pop_batch(n, &mut grab);
         }
         // Oldest first: run the first, queue the rest in order.
-        let mut tasks = batch.drain(..);
+        let mut tasks = grab.drain(..);
         let first = tasks.next();
         if first.is_some() {
             p.metrics.global_polls.incr();
@@ -556,7 +577,7 @@ impl Worker {
         for t in tasks {
             core.queue.push_back(t, &node.inject);
         }
-        core.batch = batch;
+        core.grab = grab;
         first
     }
 
@@ -585,7 +606,7 @@ impl Worker {
         // are queued than this M keeps for itself is a spinner worth a
         // wake-up (tokio's rule, bounded by the keep rule; Go's `startIdle`
         // wakes one M per extra goroutine).
-        if core.queue.len() > 1 && core.shareable(&self.shared.procs[core.index], 1) {
+        if core.queue.len() > 1 && self.shared.shareable(&core, 1) {
             self.shared.wake_idle_p_hint(core.node);
         }
         core
@@ -702,44 +723,28 @@ impl Worker {
                 continue;
             }
             let victim = &self.shared.procs[v];
-            // A cheap look first (two loads): most victims have nothing.
-            // The tasks its own M reaches soon stay (`keep_for_owner`); an
-            // empty ring may still give up `runnext` on the last pass.
-            let len = victim.steal.len();
-            let keep = if len == 0 {
-                if !victim.steal.has_runnext() {
-                    if victim.bq_len.load(Relaxed) != 0 {
-                        // Only batch work: the owner's to split (occam-π:
-                        // members runnable at once, and this P idle). Its
-                        // split wakes an idle P, so parking loses nothing.
-                        victim.ask_split();
-                        *kept = true;
-                    }
-                    continue;
-                }
-                if victim.runnext_kept(&self.shared.hub_modes) {
-                    // Beside a kept batch: the owner's. A batch queue
-                    // beside it is asked to split, as when it is alone (a
-                    // kept member in the poll alone leaves nothing to split).
-                    if victim.bq_len.load(Relaxed) != 0 {
-                        victim.ask_split();
-                    }
+            // What the policy lets a thief take (a few loads: most victims
+            // have nothing). A victim holding only a batch queue is asked
+            // to split it; its split wakes an idle P, so parking loses
+            // nothing.
+            let keep = match self.shared.steal_look(victim, true) {
+                Look::Nothing => continue,
+                Look::Kept => {
                     *kept = true;
                     continue;
                 }
-                runnexts = true;
-                if !last {
-                    continue;
+                Look::Runnext => {
+                    // Taken on the last pass only.
+                    runnexts = true;
+                    if !last {
+                        continue;
+                    }
+                    0
                 }
-                0
-            } else {
-                let keep = victim.keep_for_owner();
-                if len <= keep as usize {
-                    *kept = true;
-                    continue;
+                Look::Stealable { keep } => {
+                    rings = true;
+                    keep
                 }
-                rings = true;
-                keep
             };
             let wait = || {
                 if victim.running.load(Relaxed) {

@@ -8,7 +8,7 @@
 //! on a worker (a channel send, a `Notify`, a completed task waking its
 //! awaiter: any waker, any channel crate). `Shared::schedule` reports each
 //! one here with the P's core, which knows the task in the poll
-//! (`Core::running_meta`). The wakee joins the waker's batch; a waker in no
+//! (`Owner::running_meta`). The wakee joins the waker's batch; a waker in no
 //! batch joins the wakee's; two tasks in none found one, named after the
 //! waker's id. A task's batch id sits in 14 spare bits of its `TaskMeta`
 //! flags, so a task stays one fastbin-sized allocation.
@@ -20,7 +20,7 @@
 //! spawned from another starts in no batch (an accept loop would otherwise
 //! gather every connection into one), unless `spawn_near` puts it in one.
 
-use super::processor::Core;
+use super::Owner;
 use crate::counters::ProcCounters;
 use crate::task::{batch_id_for, BatchId, TaskMeta, BATCH_BITS, BATCH_MASK, BATCH_SHIFT};
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
@@ -37,13 +37,13 @@ pub(crate) const BATCH_IDLE_MS: u32 = 100;
 pub(crate) const HUB_WAKES: u32 = 3;
 
 /// Counts a wake of `wakee` by the poll in progress on `core` unless it is
-/// one of the last two tasks this poll woke (`Core::poll_wakes`,
-/// `Core::last_wakees`). True when this wake makes the poll a hub's
+/// one of the last two tasks this poll woke (`Owner::poll_wakes`,
+/// `Owner::last_wakees`). True when this wake makes the poll a hub's
 /// ([`HUB_WAKES`] different wakees). With the rest of the hub rule, ~16
 /// instructions per wake (callgrind, ping_pong at one worker: 1,610 ->
 /// 1,626 per message, 1%).
 #[inline]
-pub(crate) fn note_wake(core: &mut Core, wakee: &TaskMeta) -> bool {
+pub(crate) fn note_wake(core: &mut Owner, wakee: &TaskMeta) -> bool {
     let a = std::ptr::from_ref(wakee) as usize;
     if a == core.last_wakees[0] || a == core.last_wakees[1] {
         return false;
@@ -55,7 +55,7 @@ pub(crate) fn note_wake(core: &mut Core, wakee: &TaskMeta) -> bool {
 
 /// Whether the poll in progress on `core` is a hub's (see [`note_wake`]).
 #[inline]
-pub(crate) fn in_hub_poll(core: &Core) -> bool {
+pub(crate) fn in_hub_poll(core: &Owner) -> bool {
     core.poll_wakes >= HUB_WAKES
 }
 
@@ -125,14 +125,15 @@ pub(crate) fn live_batch(t: &TaskMeta, now_ms: u32) -> Option<BatchId> {
 /// Returns the bits of the batch both are in now (`TaskMeta::batch_bits`;
 /// 0: none).
 ///
-/// Must be called only from inside a task's poll on the M holding `core`
-/// (`Shared::schedule` through `context::with_core`, not from the driver).
+/// Must be called only from inside a task's poll on the M whose P owns
+/// `core` (the schedule function through `context::with_core`, not from
+/// the driver); `now_ms`: that P's busy clock.
 #[inline]
-pub(crate) fn learn_edge(core: &Core, wakee: &TaskMeta, m: &ProcCounters) -> u32 {
+pub(crate) fn learn_edge(core: &Owner, wakee: &TaskMeta, now_ms: u32, m: &ProcCounters) -> u32 {
     if core.running_meta == 0 {
         return 0;
     }
-    // SAFETY: `running_meta` is set by `Worker::run_task` before every poll
+    // SAFETY: `running_meta` is set by `Policy::begin_poll` before every poll
     // on this P, and we run inside a poll on this P (the caller's
     // contract): it names the task being polled, whose allocation
     // async-task keeps alive for the whole poll. Only shared access, to
@@ -146,16 +147,15 @@ pub(crate) fn learn_edge(core: &Core, wakee: &TaskMeta, m: &ProcCounters) -> u32
         m.batch_wakes.incr();
         return bits;
     }
-    join(core, waker, wakee, m)
+    join(waker, wakee, now_ms, m)
 }
 
 /// The rest of [`learn_edge`]: someone joins a batch.
 #[inline(never)]
-fn join(core: &Core, waker: &TaskMeta, wakee: &TaskMeta, m: &ProcCounters) -> u32 {
+fn join(waker: &TaskMeta, wakee: &TaskMeta, now: u32, m: &ProcCounters) -> u32 {
     if std::ptr::eq(waker, wakee) {
         return waker.batch_bits(); // a task waking itself says nothing
     }
-    let now = core.clock_ms;
     match (waker.batch(), live_batch(wakee, now)) {
         (Some(a), _) => wakee.set_batch(a),
         (None, Some(b)) => waker.set_batch(b),

@@ -1,0 +1,833 @@
+//! Placement policy: where a woken or spawned task goes and what a thief may
+//! take, apart from the mechanism that moves tasks.
+//!
+//! The mechanism — the ring and `runnext`, node queues and inboxes, steal
+//! half, spinning, park/unpark, the run loop (`worker.rs`) — is Go's, and
+//! it works with every rule here switched off ([`Placement::go`]). It asks
+//! this module at these points, and nowhere else:
+//!
+//! | hook | asked by | question |
+//! |---|---|---|
+//! | [`Policy::on_wake`] | the schedule function, a wake inside a poll | which batch do waker and wakee share now? |
+//! | [`Policy::displaced`] | the same, when the wakee pushed a task out of `runnext` | ring (Go) or batch queue? |
+//! | [`Policy::begin_poll`], [`Policy::end_poll`] | `run_task`, around each poll | the poll's batch; a hub's progress |
+//! | [`Policy::send_home`] | `run_task`, a task that last ran on another P | poll it here, or send it back? |
+//! | [`Policy::owner_next`] | `find_runnable`, after `runnext` | a batch-queue task, or a split |
+//! | [`Policy::on_tick`] | `find_runnable`, every `event_interval` ticks | split a batch queue for an idle P? |
+//! | [`Policy::look`], [`Policy::keep`] | a thief, the park re-check, the wake rules | how much of a victim's ring stays with it? |
+//! | [`Policy::kept_spin`] | a spinner that found only kept work | how long to keep looking before parking |
+//! | [`Policy::spreads_roots`] | a spawn right after an accept | round-robin, or `runnext`? |
+//! | [`Policy::wants_offer`], [`Policy::mark_long`] | sysmon, a P in long polls | lift its keep? |
+//!
+//! The policy sees queue lengths, the P's counters and its own state: per P
+//! the thief-visible [`Hints`] and the poll's [`RunningBatch`], per core the
+//! owner-only [`Owner`] (the batch queue, the poll's wake edges). It never
+//! touches a `Processor` or `Core`.
+//!
+//! The rules ([`Rule`]), each switchable on its own (`NUMA_RT_PLACEMENT`,
+//! [`Placement`]) so that each can be measured alone:
+//!
+//! - [`Rule::Roots`] (Vyukov): a task spawned right after an accept goes
+//!   to the next P round-robin, not the acceptor's `runnext`: otherwise
+//!   every connection piles up on the P running the accept loop.
+//! - [`Rule::Keep`]: a thief leaves a running P the tasks its own M reaches
+//!   within [`KEEP_NS`] at its mean poll time: moving them costs a cold
+//!   cache and a socket whose readiness keeps arriving at the old P's
+//!   poller, for less time saved than that. Nothing is kept by a P whose
+//!   queues have not run dry for a whole `event_interval` (its ring refills
+//!   as fast as it runs), whose ring holds batch work it shared out, or
+//!   whose poll sysmon marked long ([`Rule::Offer`]). The wake rules follow
+//!   it: an idle P is woken only for work beyond the keep.
+//! - [`Rule::KeptSpin`]: a spinner that found only kept work looks again
+//!   every microsecond for [`KEPT_SPIN`] before parking: the owner shares
+//!   such work within microseconds, and a park and unpark cost more.
+//! - [`Rule::Batches`] (occam-π, seed 000): tasks that wake each other form
+//!   a batch (`batch`); a member a wake displaces from `runnext` goes to the
+//!   ring shared out (any thief may take it: a pipeline spreads), except
+//!   in a hub's batch measured to carry little work per hand-off
+//!   (`hub_mode`), whose members wait in the owner's batch queue, where no
+//!   thief takes them (a cheap fan-in runs serially beside its consumer
+//!   instead of fighting over one channel from every core).
+//! - [`Rule::HubHome`]: a kept batch's hub about to be polled on another P
+//!   while its batch runs on its old P goes back there.
+//! - [`Rule::Offer`]: sysmon marks a P whose polls run long while its ring
+//!   waits and a P idles, lifting [`Rule::Keep`] for that poll.
+
+pub(crate) mod batch;
+pub(crate) mod hub_mode;
+
+use crate::counters::ProcCounters;
+use crate::task::{Runnable, TaskMeta};
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+/// The tasks a running P keeps from thieves, in time: those its own M
+/// reaches within this long at its mean poll time. Four ~5 µs HTTP polls;
+/// the figures behind it are in docs/performance.md ("Placement rules").
+pub(crate) const KEEP_NS: u64 = 20_000;
+
+/// How long a spinner that saw only kept work keeps looking before it
+/// parks: a few polls' time, less than a park and unpark cost.
+pub(crate) const KEPT_SPIN: Duration = Duration::from_micros(6);
+
+/// Most tasks a batch queue holds; beyond it displaced members go to the
+/// ring, stealable (a 64-producer fan-in needs 63).
+const BATCH_QUEUE_CAP: usize = 1024;
+
+/// Batch-queue polls before the ring gets a turn: a batch whose members
+/// keep waking each other must not starve the P's other tasks.
+const MAX_BATCH_RUN: u32 = 16;
+
+/// The environment variable that selects the placement
+/// ([`Placement`]'s `FromStr` syntax).
+pub const PLACEMENT_ENV: &str = "NUMA_RT_PLACEMENT";
+
+/// One placement rule (see [`Placement`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Rule {
+    /// Root tasks (spawned right after an accept) go round-robin over the
+    /// P's (Vyukov). Name: `roots`.
+    Roots,
+    /// A running P keeps the tasks it reaches within ~20 µs from thieves.
+    /// Name: `keep`.
+    Keep,
+    /// A spinner that saw only kept work looks again for ~6 µs before
+    /// parking. Name: `kept_spin`.
+    KeptSpin,
+    /// Tasks that wake each other form batches; a cheap fan-in's members
+    /// run beside their consumer, other batches spread. Name: `batches`.
+    Batches,
+    /// A kept batch's consumer polled elsewhere goes back to its batch's P.
+    /// Name: `hub_home`.
+    HubHome,
+    /// sysmon lifts the keep of a P whose polls run long. Name: `offer`.
+    Offer,
+}
+
+impl Rule {
+    /// Every rule, in the order of [`Rule::name`]'s table.
+    pub const ALL: [Rule; 6] = [
+        Rule::Roots,
+        Rule::Keep,
+        Rule::KeptSpin,
+        Rule::Batches,
+        Rule::HubHome,
+        Rule::Offer,
+    ];
+
+    /// The rule's name in `NUMA_RT_PLACEMENT`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::Roots => "roots",
+            Rule::Keep => "keep",
+            Rule::KeptSpin => "kept_spin",
+            Rule::Batches => "batches",
+            Rule::HubHome => "hub_home",
+            Rule::Offer => "offer",
+        }
+    }
+
+    fn bit(self) -> u8 {
+        1 << self as u8
+    }
+}
+
+/// Which placement rules the scheduler applies on top of Go's mechanism
+/// (`runnext`, the ring, steal half, the node queues).
+///
+/// [`Placement::numa`] (the default) applies every [`Rule`];
+/// [`Placement::go`] none: plain Go placement. Set with
+/// [`Builder::placement`](crate::Builder::placement) or
+/// `NUMA_RT_PLACEMENT`: `numa`, `go`, either followed by `,+rule` or
+/// `,-rule` items (`numa,-hub_home`; `go,+roots`), rule names as in
+/// [`Rule::name`].
+///
+/// ```
+/// use numa_rt_executor::{Placement, Rule};
+/// let p: Placement = "numa,-batches".parse().unwrap();
+/// assert!(!p.has(Rule::Batches) && p.has(Rule::Keep));
+/// assert_eq!(p, Placement::numa().without(Rule::Batches));
+/// assert!("numa,-bogus".parse::<Placement>().unwrap_err().contains("bogus"));
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Placement(u8);
+
+impl Placement {
+    /// Plain Go placement: no rule.
+    pub const fn go() -> Placement {
+        Placement(0)
+    }
+
+    /// Every rule (the default).
+    pub fn numa() -> Placement {
+        Rule::ALL.iter().fold(Placement(0), |p, &r| p.with(r))
+    }
+
+    /// This placement with `rule` on.
+    pub fn with(self, rule: Rule) -> Placement {
+        Placement(self.0 | rule.bit())
+    }
+
+    /// This placement with `rule` off.
+    pub fn without(self, rule: Rule) -> Placement {
+        Placement(self.0 & !rule.bit())
+    }
+
+    /// Whether `rule` is on.
+    #[inline]
+    pub fn has(self, rule: Rule) -> bool {
+        self.0 & rule.bit() != 0
+    }
+}
+
+impl Default for Placement {
+    fn default() -> Self {
+        Placement::numa()
+    }
+}
+
+impl fmt::Debug for Placement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl fmt::Display for Placement {
+    /// `numa`, `go`, or `go,+rule,...`: what `FromStr` reads back.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if *self == Placement::numa() {
+            return f.write_str("numa");
+        }
+        f.write_str("go")?;
+        for r in Rule::ALL.iter().filter(|r| self.has(**r)) {
+            write!(f, ",+{}", r.name())?;
+        }
+        Ok(())
+    }
+}
+
+impl std::str::FromStr for Placement {
+    type Err = String;
+
+    /// Errors name the variable, the value and what was expected.
+    fn from_str(s: &str) -> Result<Placement, String> {
+        let bad = |why: String| format!("{PLACEMENT_ENV}={s:?}: {why}");
+        let mut items = s.split(',').map(str::trim);
+        let mut p = match items.next() {
+            Some("numa") => Placement::numa(),
+            Some("go") => Placement::go(),
+            other => {
+                return Err(bad(format!(
+                    "expected `numa` or `go` first, got {:?}",
+                    other.unwrap_or("")
+                )))
+            }
+        };
+        for item in items {
+            let (on, name) = match (item.strip_prefix('+'), item.strip_prefix('-')) {
+                (Some(n), _) => (true, n),
+                (_, Some(n)) => (false, n),
+                _ => return Err(bad(format!("{item:?} is not `+rule` or `-rule`"))),
+            };
+            let Some(rule) = Rule::ALL.into_iter().find(|r| r.name() == name) else {
+                let names: Vec<_> = Rule::ALL.iter().map(|r| r.name()).collect();
+                return Err(bad(format!(
+                    "no rule {name:?} (rules: {})",
+                    names.join(", ")
+                )));
+            };
+            p = if on { p.with(rule) } else { p.without(rule) };
+        }
+        Ok(p)
+    }
+}
+
+/// What a thief may take from a victim ([`Policy::look`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Look {
+    /// Nothing queued.
+    Nothing,
+    /// Queued work its own M reaches soon, or batch work the owner splits
+    /// when asked.
+    Kept,
+    /// A ring with more than `keep` tasks: the thief takes half of the
+    /// rest.
+    Stealable { keep: u32 },
+    /// An empty ring and a task in `runnext`, which a thief takes on its
+    /// last pass (after Go's grace if the owner runs).
+    Runnext,
+}
+
+impl Look {
+    /// Whether a thief may take anything.
+    #[inline]
+    pub(crate) fn stealable(self) -> bool {
+        matches!(self, Look::Stealable { .. } | Look::Runnext)
+    }
+}
+
+/// What a thief sees of a victim P ([`Policy::look`]).
+pub(crate) struct Victim<'a> {
+    /// Tasks in its ring.
+    pub(crate) ring: usize,
+    /// Whether its `runnext` holds a task.
+    pub(crate) runnext: bool,
+    /// Whether an M holds and runs it (a parked P keeps nothing).
+    pub(crate) held: bool,
+    pub(crate) hints: &'a Hints,
+    pub(crate) running: &'a RunningBatch,
+    pub(crate) counters: &'a ProcCounters,
+}
+
+/// A P's policy state that thieves and sysmon read (on the P's first cache
+/// line, written rarely). All Relaxed: hints; a stale value delays a split
+/// or a steal by one look, and the queues' own atomics order the tasks.
+#[derive(Default)]
+pub(crate) struct Hints {
+    /// A thief that found nothing else asks the owner to split its batch
+    /// queue; the owner reads it before each batch-queue pop.
+    split: AtomicBool,
+    /// The owner put batch work in its ring for thieves (a split, or a
+    /// displaced member of a spread batch): until the ring runs dry, it
+    /// keeps none of it.
+    shared_out: AtomicBool,
+    /// Tasks in the owner's batch queue.
+    bq_len: AtomicU32,
+    /// The poll number sysmon found running long ([`Policy::mark_long`];
+    /// 0: none): while the P's poll counter reads it, nothing is kept.
+    long_mark: AtomicU64,
+}
+
+/// The batch of the task in a poll on a P (`TaskMeta::batch_bits`; 0:
+/// none), on the line its M writes per poll; read by thieves, the hub
+/// rule and sysmon. Relaxed: a hint.
+#[derive(Default)]
+pub(crate) struct RunningBatch(AtomicU32);
+
+impl RunningBatch {
+    /// The running batch's bits (0: none).
+    #[inline]
+    pub(crate) fn get(&self) -> u32 {
+        self.0.load(Relaxed)
+    }
+}
+
+/// A P's owner-only policy state (in its `Core`).
+pub(crate) struct Owner {
+    /// The `TaskMeta` address of the task in a poll on this P (0 before the
+    /// first): the waker side of a wake edge. Only dereferenced during that
+    /// poll (`batch::learn_edge`); an address so that `Core` stays `Send`.
+    pub(crate) running_meta: usize,
+    /// Different tasks the poll in progress woke (see `batch::note_wake`).
+    pub(crate) poll_wakes: u32,
+    /// The last two tasks the poll woke.
+    pub(crate) last_wakees: [usize; 2],
+    /// The batch queue: members of a kept hub batch displaced from
+    /// `runnext`. Thieves never take from it.
+    bq: VecDeque<Runnable>,
+    /// Batch-queue polls since the ring's last turn.
+    bq_run: u32,
+}
+
+impl Owner {
+    pub(crate) fn new() -> Owner {
+        Owner {
+            running_meta: 0,
+            poll_wakes: 0,
+            last_wakees: [0; 2],
+            bq: VecDeque::new(),
+            bq_run: 0,
+        }
+    }
+
+    /// Whether the batch queue holds tasks.
+    #[inline]
+    pub(crate) fn has_work(&self) -> bool {
+        !self.bq.is_empty()
+    }
+
+    /// Every task of the batch queue (shutdown, retirement).
+    pub(crate) fn drain(&mut self, hints: &Hints) -> impl Iterator<Item = Runnable> + '_ {
+        hints.bq_len.store(0, Relaxed);
+        self.bq.drain(..)
+    }
+}
+
+/// What the owner runs after `runnext` ([`Policy::owner_next`]).
+pub(crate) enum Next {
+    /// A batch-queue task.
+    Run(Runnable),
+    /// The batch queue went to the ring (a split): wake an idle P.
+    Split,
+    /// The ring's turn.
+    Ring,
+}
+
+/// The placement policy of one runtime: its rules and the state of the
+/// batch rules (shared by every P).
+pub(crate) struct Policy {
+    rules: Placement,
+    /// The batches with a hub (see `batch::Hubs`).
+    pub(crate) hubs: batch::Hubs,
+    /// Whether each hub's batch is kept or spread, as measured.
+    pub(crate) hub_modes: hub_mode::HubModes,
+}
+
+/// The runtime's busy time (ns, every P's) so far, read only when a hub's
+/// measurement begins or ends (`hub_mode`).
+pub(crate) trait BusyTime: Fn() -> u64 {}
+impl<F: Fn() -> u64> BusyTime for F {}
+
+impl Policy {
+    pub(crate) fn new(rules: Placement) -> Policy {
+        Policy {
+            rules,
+            hubs: batch::Hubs::new(),
+            hub_modes: hub_mode::HubModes::default(),
+        }
+    }
+
+    /// The rules in force.
+    pub(crate) fn rules(&self) -> Placement {
+        self.rules
+    }
+
+    #[inline]
+    fn on(&self, r: Rule) -> bool {
+        self.rules.has(r)
+    }
+
+    /// [`Rule::Roots`].
+    #[inline]
+    pub(crate) fn spreads_roots(&self) -> bool {
+        self.on(Rule::Roots)
+    }
+
+    /// How long a spinner that found only kept work keeps looking
+    /// ([`Rule::KeptSpin`]); zero: it parks at once.
+    #[inline]
+    pub(crate) fn kept_spin(&self) -> Duration {
+        if self.on(Rule::KeptSpin) {
+            KEPT_SPIN
+        } else {
+            Duration::ZERO
+        }
+    }
+
+    // ---- wakes ----------------------------------------------------------
+
+    /// A task woke `wakee` from inside its poll on this P ([`Rule::Batches`]:
+    /// learn the edge, count a hub poll). Returns the batch both are in now
+    /// (0: none, or the rule is off). `clock_ms`: the P's busy clock.
+    #[inline]
+    pub(crate) fn on_wake(
+        &self,
+        owner: &mut Owner,
+        wakee: &TaskMeta,
+        clock_ms: u32,
+        m: &ProcCounters,
+        site: impl FnOnce(&TaskMeta) -> usize,
+        busy: impl BusyTime,
+    ) -> u32 {
+        if !self.on(Rule::Batches) {
+            return 0;
+        }
+        let bits = batch::learn_edge(owner, wakee, clock_ms, m);
+        if batch::note_wake(owner, wakee) {
+            self.note_hub_poll(owner, bits, clock_ms, m, site, busy);
+        }
+        bits
+    }
+
+    /// A poll has just woken its [`batch::HUB_WAKES`]th different task:
+    /// count it and mark its batch a hub's. Cold: once per hub poll.
+    #[cold]
+    #[inline(never)]
+    fn note_hub_poll(
+        &self,
+        owner: &Owner,
+        bits: u32,
+        clock_ms: u32,
+        m: &ProcCounters,
+        site: impl FnOnce(&TaskMeta) -> usize,
+        busy: impl BusyTime,
+    ) {
+        m.batch_hub_polls.incr();
+        if bits != 0 {
+            self.hubs.mark(bits, clock_ms);
+            let site = || {
+                // SAFETY: we run inside the poll of the task `running_meta`
+                // names (`on_wake` is called by the schedule function during
+                // it), whose allocation async-task keeps alive for the poll.
+                site(unsafe { &*(owner.running_meta as *const TaskMeta) })
+            };
+            self.hub_modes
+                .claim(bits, owner.running_meta, site, &at(busy));
+        }
+    }
+
+    /// Where the task a wake displaced from `runnext` goes: `None` if the
+    /// policy keeps it (the batch queue), else `Some` for the ring's tail.
+    /// A member of the waker's batch (`bits`) is one of two members
+    /// runnable at once: occam-π's cue to split. It waits in the batch
+    /// queue only when its batch is a hub's held kept; otherwise it goes
+    /// to the ring shared out, so a thief may take it however soon this P
+    /// would reach it. Out of line: most wakes displace nothing.
+    #[inline(never)]
+    pub(crate) fn displaced(
+        &self,
+        owner: &mut Owner,
+        hints: &Hints,
+        old: Runnable,
+        bits: u32,
+        clock_ms: u32,
+        m: &ProcCounters,
+    ) -> Option<Runnable> {
+        if bits == 0
+            || old.metadata().batch_bits() != bits
+            || batch::live_batch(old.metadata(), clock_ms).is_none()
+        {
+            return Some(old);
+        }
+        let keep = self.hub_modes.keeps(bits)
+            && (batch::in_hub_poll(owner) || self.hubs.is_hub(bits, clock_ms));
+        if !keep {
+            share_out(hints);
+            return Some(old);
+        }
+        if owner.bq.len() >= BATCH_QUEUE_CAP {
+            return Some(old);
+        }
+        m.batch_queued.incr();
+        owner.bq.push_back(old);
+        hints.bq_len.store(owner.bq.len() as u32, Relaxed);
+        None
+    }
+
+    // ---- around a poll --------------------------------------------------
+
+    /// A poll of `meta` (in batch `bits`) begins on this P.
+    #[inline]
+    pub(crate) fn begin_poll(
+        &self,
+        owner: &mut Owner,
+        running: &RunningBatch,
+        meta: &TaskMeta,
+        bits: u32,
+    ) {
+        if !self.on(Rule::Batches) {
+            return;
+        }
+        owner.running_meta = std::ptr::from_ref(meta) as usize;
+        owner.poll_wakes = 0;
+        owner.last_wakees = [0; 2];
+        running.0.store(bits, Relaxed);
+    }
+
+    /// The poll just ended (its task was in batch `bits`): a followed
+    /// hub's progress, which may end its batch's measuring phase
+    /// (`hub_mode`). One branch for polls that woke nobody or are in no
+    /// batch; the task may be gone, `running_meta` is only compared.
+    #[inline]
+    pub(crate) fn end_poll(&self, owner: &Owner, bits: u32, m: &ProcCounters, busy: impl BusyTime) {
+        if owner.poll_wakes != 0 && bits != 0 && self.hub_modes.may_follow(bits, owner.running_meta)
+        {
+            self.note_poll_wakes(owner, bits, m, busy);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn note_poll_wakes(&self, owner: &Owner, bits: u32, m: &ProcCounters, busy: impl BusyTime) {
+        let decided =
+            self.hub_modes
+                .note_wakes(bits, owner.running_meta, owner.poll_wakes, &at(busy));
+        match decided {
+            hub_mode::Decision::None => return,
+            hub_mode::Decision::Keep => m.batch_keeps.incr(),
+            hub_mode::Decision::Spread => m.batch_spreads.incr(),
+        }
+        if let Some(ns) = self.hub_modes.last_work(bits) {
+            m.batch_last_work_ns.set(ns);
+        }
+    }
+
+    /// Whether `hub`, about to be polled here but last polled on P `home`,
+    /// goes back there ([`Rule::HubHome`]): it is the followed hub of batch
+    /// `bits`, the batch is kept, and `home` is polling a member of it now
+    /// (`home_runs`: the batch in `home`'s poll, if it is in one), so it
+    /// will reach its inbox as soon as the members it runs block. A kept
+    /// fan-in's consumer is woken into the `runnext` of whichever producer
+    /// sends first; one a thief took before the batch was known would take
+    /// the consumer to the other P while the rest of the batch runs on
+    /// `home`, both P's contending on one channel. Checked only for a task
+    /// that last ran on another P.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn send_home(
+        &self,
+        hub: &TaskMeta,
+        bits: u32,
+        home_runs: impl FnOnce() -> Option<u32>,
+    ) -> bool {
+        self.on(Rule::HubHome)
+            && bits != 0
+            && self
+                .hub_modes
+                .may_follow(bits, std::ptr::from_ref(hub) as usize)
+            && self.hub_modes.keeps(bits)
+            && home_runs() == Some(bits)
+    }
+
+    // ---- what the owner runs --------------------------------------------
+
+    /// After `runnext`: a batch-queue task (at most [`MAX_BATCH_RUN`] in a
+    /// row while the ring holds tasks), or a split a thief asked for, or
+    /// the ring's turn. `to_ring` receives a split's tasks in order.
+    #[inline]
+    pub(crate) fn owner_next(
+        &self,
+        owner: &mut Owner,
+        hints: &Hints,
+        ring_empty: bool,
+        m: &ProcCounters,
+        to_ring: impl FnMut(Runnable),
+    ) -> Next {
+        if owner.bq.is_empty() {
+            return Next::Ring;
+        }
+        if hints.split.load(Relaxed) && !self.bq_kept(owner, hints) {
+            return match self.split(owner, hints, m, to_ring) {
+                true => Next::Split,
+                false => Next::Ring,
+            };
+        }
+        if owner.bq_run < MAX_BATCH_RUN || ring_empty {
+            if let Some(t) = owner.bq.pop_front() {
+                hints.bq_len.store(owner.bq.len() as u32, Relaxed);
+                owner.bq_run += 1;
+                m.batch_polls.incr();
+                return Next::Run(t);
+            }
+        }
+        Next::Ring
+    }
+
+    /// The ring's turn came: the batch queue's run count starts over.
+    #[inline]
+    pub(crate) fn ring_ran(&self, owner: &mut Owner) {
+        owner.bq_run = 0;
+    }
+
+    /// The ring ran dry: what the owner shared out is gone.
+    #[inline]
+    pub(crate) fn ring_dry(&self, hints: &Hints) {
+        if hints.shared_out.load(Relaxed) {
+            hints.shared_out.store(false, Relaxed);
+        }
+    }
+
+    /// Once per `event_interval` ticks: occam-π's split of a batch queue
+    /// whose members are runnable at once while a P of the node idles
+    /// (`idle_p`). True if it split (then wake that P).
+    pub(crate) fn on_tick(
+        &self,
+        owner: &mut Owner,
+        hints: &Hints,
+        idle_p: bool,
+        m: &ProcCounters,
+        to_ring: impl FnMut(Runnable),
+    ) -> bool {
+        !owner.bq.is_empty()
+            && idle_p
+            && !self.bq_kept(owner, hints)
+            && self.split(owner, hints, m, to_ring)
+    }
+
+    /// Whether the batch in the batch queue is kept (its hub's batch
+    /// measuring or held kept): then no split. Clears a thief's request it
+    /// refuses.
+    fn bq_kept(&self, owner: &Owner, hints: &Hints) -> bool {
+        let Some(t) = owner.bq.front() else {
+            return false;
+        };
+        let kept = self.hub_modes.keeps(t.metadata().batch_bits());
+        if kept {
+            hints.split.store(false, Relaxed);
+        }
+        kept
+    }
+
+    /// The batch queue goes to the ring for thieves. True if anything moved.
+    fn split(
+        &self,
+        owner: &mut Owner,
+        hints: &Hints,
+        m: &ProcCounters,
+        mut to_ring: impl FnMut(Runnable),
+    ) -> bool {
+        hints.split.store(false, Relaxed);
+        if owner.bq.is_empty() {
+            return false;
+        }
+        for t in owner.bq.drain(..) {
+            to_ring(t);
+        }
+        hints.bq_len.store(0, Relaxed);
+        m.batch_splits.incr();
+        share_out(hints);
+        true
+    }
+
+    // ---- what thieves see -----------------------------------------------
+
+    /// How many of a held P's ring tasks its thieves leave to it
+    /// ([`Rule::Keep`]): those its M reaches within [`KEEP_NS`] at its mean
+    /// poll time — none if its queues have not run dry for a whole
+    /// `event_interval`, if its ring holds batch work shared out, or if
+    /// sysmon marked its poll long. `held`: an M holds the P and runs it
+    /// (a parked P keeps nothing).
+    #[inline]
+    pub(crate) fn keep(&self, held: bool, hints: &Hints, m: &ProcCounters) -> u32 {
+        if !held
+            || !self.on(Rule::Keep)
+            || m.unbroken_busy.load(Relaxed)
+            || hints.shared_out.load(Relaxed)
+            || long_marked(hints, m)
+        {
+            return 0;
+        }
+        // A fresh P's mean is 0; a queue of tiny tasks still costs its
+        // dispatch: at least 250 ns a task.
+        let per = m.poll_time_ewma_ns.get().max(250);
+        (KEEP_NS / per).min(u64::from(u32::MAX)) as u32
+    }
+
+    /// Whether a task in a victim's `runnext` (its ring empty) is its
+    /// owner's because a kept batch runs there: a batch queue waits, or a
+    /// member of a kept hub batch is in the poll. The first member a
+    /// hub's drain wakes waits there for the rest of the drain, past Go's
+    /// 3 µs grace. sysmon's long mark lifts this as it lifts the keep.
+    #[inline]
+    pub(crate) fn runnext_kept(
+        &self,
+        hints: &Hints,
+        running: &RunningBatch,
+        m: &ProcCounters,
+    ) -> bool {
+        if hints.bq_len.load(Relaxed) == 0 && running.get() == 0 {
+            return false; // the common case, and every case without batches
+        }
+        if long_marked(hints, m) {
+            return false;
+        }
+        hints.bq_len.load(Relaxed) != 0 || self.hub_modes.keeps(running.get())
+    }
+
+    /// What a thief may take from `v`. A victim with only a batch queue is
+    /// asked to split it (`ask`: the thief will really steal, not just
+    /// look).
+    #[inline]
+    pub(crate) fn look(&self, v: Victim<'_>, ask: bool) -> Look {
+        if v.ring == 0 {
+            let batch_queue = v.hints.bq_len.load(Relaxed) != 0;
+            if ask && batch_queue && !v.hints.split.load(Relaxed) {
+                // Only a store when not set yet: every thief asks, and a
+                // store per look would take the line from its owner.
+                v.hints.split.store(true, Relaxed);
+            }
+            return if v.runnext && !self.runnext_kept(v.hints, v.running, v.counters) {
+                Look::Runnext
+            } else if v.runnext || batch_queue {
+                Look::Kept
+            } else {
+                Look::Nothing
+            };
+        }
+        let keep = self.keep(v.held, v.hints, v.counters);
+        if v.ring > keep as usize {
+            Look::Stealable { keep }
+        } else {
+            Look::Kept
+        }
+    }
+
+    /// Whether a P holds work a thief woken now could take: ring tasks
+    /// beyond its keep (`next`: tasks at the ring's head this M runs before
+    /// anything else), or a batch queue. The wake rules ask this, not
+    /// whether any work is queued: a P woken for kept work finds nothing.
+    #[inline]
+    pub(crate) fn shareable(
+        &self,
+        owner: &Owner,
+        hints: &Hints,
+        m: &ProcCounters,
+        queued: usize,
+        next: usize,
+    ) -> bool {
+        owner.has_work() || queued.saturating_sub(next) > self.keep(true, hints, m) as usize
+    }
+
+    /// Whether a batch queue holds tasks (idle checks).
+    #[inline]
+    pub(crate) fn queued(&self, hints: &Hints) -> bool {
+        hints.bq_len.load(Relaxed) != 0
+    }
+
+    // ---- sysmon's offer -------------------------------------------------
+
+    /// Whether sysmon should offer a P's queue when its polls run long
+    /// ([`Rule::Offer`]): not while the running task is a member of a batch
+    /// held kept on it (those polls are long by nature, and the batch was
+    /// measured to run best there).
+    pub(crate) fn wants_offer(&self, running: &RunningBatch) -> bool {
+        self.on(Rule::Offer) && {
+            let bits = running.get();
+            bits == 0 || !self.hub_modes.keeps(bits)
+        }
+    }
+
+    /// Marks poll number `polls` of a P long: thieves keep nothing from it
+    /// until that poll ends.
+    pub(crate) fn mark_long(&self, hints: &Hints, polls: u64) {
+        hints.long_mark.store(polls, Relaxed);
+    }
+
+    /// Whether poll number `polls` of a P is marked long already.
+    pub(crate) fn marked_long(&self, hints: &Hints, polls: u64) -> bool {
+        hints.long_mark.load(Relaxed) == polls
+    }
+
+    /// Diagnostics: the batch queue's length.
+    pub(crate) fn bq_len(&self, hints: &Hints) -> u32 {
+        hints.bq_len.load(Relaxed)
+    }
+}
+
+/// Marks the ring as holding shared-out batch work (only when not set yet).
+#[inline]
+fn share_out(hints: &Hints) {
+    if !hints.shared_out.load(Relaxed) {
+        hints.shared_out.store(true, Relaxed);
+    }
+}
+
+/// Whether sysmon marked the poll in progress long (the poll counter is
+/// read only when a mark exists).
+#[inline]
+fn long_marked(hints: &Hints, m: &ProcCounters) -> bool {
+    let mark = hints.long_mark.load(Relaxed);
+    mark != 0 && mark == m.polls.get()
+}
+
+fn at(busy: impl BusyTime) -> hub_mode::At<impl Fn() -> u32, impl Fn() -> u64> {
+    hub_mode::At {
+        now_ms: || crate::task::epoch_ms(std::time::Instant::now()),
+        busy,
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests;

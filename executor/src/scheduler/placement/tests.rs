@@ -1,0 +1,216 @@
+//! The policy's decisions, one rule at a time, on its own state.
+
+use super::*;
+use crate::task::{spawn_untracked, Runnable, BATCH_SHIFT};
+
+fn task() -> (Runnable, crate::task::JoinHandle<()>) {
+    spawn_untracked(async {}, |_| {})
+}
+
+#[test]
+fn placement_parses_and_names_what_is_wrong() {
+    assert_eq!("numa".parse::<Placement>(), Ok(Placement::numa()));
+    assert_eq!("go".parse::<Placement>(), Ok(Placement::go()));
+    assert_eq!(
+        " numa , -keep ".parse::<Placement>(),
+        Ok(Placement::numa().without(Rule::Keep))
+    );
+    let p: Placement = "go,+roots,+batches".parse().unwrap();
+    assert!(p.has(Rule::Roots) && p.has(Rule::Batches) && !p.has(Rule::Keep));
+    // Display reads back.
+    for p in [Placement::numa(), Placement::go(), p] {
+        assert_eq!(p.to_string().parse::<Placement>(), Ok(p), "{p}");
+    }
+    let e = "fast".parse::<Placement>().unwrap_err();
+    assert!(
+        e.contains("NUMA_RT_PLACEMENT=\"fast\"") && e.contains("`numa` or `go`"),
+        "{e}"
+    );
+    let e = "numa,keep".parse::<Placement>().unwrap_err();
+    assert!(e.contains("\"keep\" is not `+rule` or `-rule`"), "{e}");
+    let e = "numa,-kep".parse::<Placement>().unwrap_err();
+    assert!(
+        e.contains("no rule \"kep\"") && e.contains("kept_spin"),
+        "{e}"
+    );
+    assert!("".parse::<Placement>().is_err());
+}
+
+#[test]
+fn a_running_p_keeps_a_short_ring_unless_it_shared_its_batch_out() {
+    let policy = Policy::new(Placement::numa());
+    let (hints, m) = (Hints::default(), ProcCounters::new(None));
+    // A fresh P runs polls estimated at the floor (250 ns).
+    let kept = (KEEP_NS / 250) as u32;
+    assert_eq!(policy.keep(true, &hints, &m), kept);
+    share_out(&hints);
+    assert_eq!(
+        policy.keep(true, &hints, &m),
+        0,
+        "split batch work is for thieves"
+    );
+    policy.ring_dry(&hints);
+    assert_eq!(policy.keep(true, &hints, &m), kept);
+    assert_eq!(policy.keep(false, &hints, &m), 0, "nobody runs the P");
+    m.unbroken_busy.store(true, Relaxed);
+    assert_eq!(
+        policy.keep(true, &hints, &m),
+        0,
+        "a ring that never runs dry"
+    );
+    m.unbroken_busy.store(false, Relaxed);
+    // sysmon's mark lasts for the poll it names.
+    m.polls.incr();
+    policy.mark_long(&hints, m.polls.get());
+    assert_eq!(policy.keep(true, &hints, &m), 0, "the poll runs long");
+    m.polls.incr();
+    assert_eq!(
+        policy.keep(true, &hints, &m),
+        kept,
+        "the mark ends with its poll"
+    );
+    // Go placement keeps nothing.
+    let go = Policy::new(Placement::go());
+    assert_eq!(go.keep(true, &Hints::default(), &m), 0);
+    assert_eq!(go.kept_spin(), Duration::ZERO);
+    assert_eq!(Policy::new(Placement::numa()).kept_spin(), KEPT_SPIN);
+}
+
+/// The wake rules wake a thief only for work beyond the keep.
+#[test]
+fn a_thief_is_woken_only_for_work_beyond_the_keep() {
+    let policy = Policy::new(Placement::numa());
+    let (hints, m, owner) = (Hints::default(), ProcCounters::new(None), Owner::new());
+    // Polls of ~10 µs: the M reaches two queued tasks within the keep.
+    m.record_busy(KEEP_NS / 2, 1);
+    assert_eq!(policy.keep(true, &hints, &m), 2);
+    assert!(
+        !policy.shareable(&owner, &hints, &m, 3, 1),
+        "two left, both kept"
+    );
+    assert!(policy.shareable(&owner, &hints, &m, 3, 0));
+    assert!(
+        policy.shareable(&owner, &hints, &m, 4, 1),
+        "a third beyond the keep"
+    );
+    share_out(&hints);
+    assert!(
+        policy.shareable(&owner, &hints, &m, 2, 1),
+        "shared-out work is for thieves"
+    );
+    let go = Policy::new(Placement::go());
+    assert!(
+        go.shareable(&owner, &Hints::default(), &m, 2, 1),
+        "Go: any task beyond the next"
+    );
+    assert!(!go.shareable(&owner, &Hints::default(), &m, 1, 1));
+}
+
+/// A thief's look: a ring beyond the keep is stealable, `runnext` alone is
+/// taken on the last pass unless a kept batch runs beside it, a batch queue
+/// alone is the owner's (and asked to split).
+#[test]
+fn a_kept_batchs_runnext_is_kept_unless_the_poll_runs_long() {
+    use hub_mode::At;
+    let policy = Policy::new(Placement::numa());
+    let (hints, m, running) = (
+        Hints::default(),
+        ProcCounters::new(None),
+        RunningBatch::default(),
+    );
+    let look = |ring, runnext, ask| {
+        let v = Victim {
+            ring,
+            runnext,
+            held: true,
+            hints: &hints,
+            running: &running,
+            counters: &m,
+        };
+        policy.look(v, ask)
+    };
+    assert_eq!(look(0, false, true), Look::Nothing);
+    assert_eq!(look(0, true, true), Look::Runnext, "no batch queue");
+    let kept = (KEEP_NS / 250) as usize;
+    assert_eq!(look(kept, false, true), Look::Kept);
+    assert_eq!(
+        look(kept + 1, false, true),
+        Look::Stealable { keep: kept as u32 }
+    );
+    hints.bq_len.store(1, Relaxed);
+    assert_eq!(look(0, true, false), Look::Kept, "beside a batch queue");
+    assert!(!hints.split.load(Relaxed), "a look that does not ask");
+    assert_eq!(look(0, false, true), Look::Kept, "a batch queue alone");
+    assert!(hints.split.load(Relaxed), "asked to split");
+    m.polls.incr();
+    policy.mark_long(&hints, m.polls.get());
+    assert_eq!(look(0, true, false), Look::Runnext, "the poll runs long");
+    m.polls.incr();
+    assert_eq!(
+        look(0, true, false),
+        Look::Kept,
+        "the mark ends with its poll"
+    );
+    hints.bq_len.store(0, Relaxed);
+    // No batch queue, but a member of a hub's batch in the poll: kept
+    // while the batch is (a new hub's batch is measured kept).
+    let bits = 5 << BATCH_SHIFT;
+    running.0.store(bits, Relaxed);
+    assert_eq!(look(0, true, false), Look::Runnext, "not a hub's batch");
+    let at = At {
+        now_ms: || 1_000,
+        busy: || 0,
+    };
+    policy.hub_modes.claim(bits, 0x1000, || 0, &at);
+    assert_eq!(look(0, true, false), Look::Kept, "a kept hub's batch runs");
+    running.0.store(0, Relaxed);
+    assert_eq!(look(0, true, false), Look::Runnext, "no batch runs");
+}
+
+/// With batches off, a wake learns nothing and a displaced task goes to
+/// the ring, whatever its batch; on, a member of a kept hub's batch waits
+/// in the batch queue and one of a spread batch goes to the ring shared out.
+#[test]
+fn a_displaced_member_goes_where_its_batch_is_run() {
+    use hub_mode::At;
+    let m = ProcCounters::new(None);
+    let (t, _h) = task();
+    let bits = t.metadata().batch_bits();
+    assert_eq!(bits, 0);
+    t.metadata()
+        .set_batch(crate::task::batch_id_for(t.metadata().id));
+    let bits = t.metadata().batch_bits();
+    // Go: to the ring, nothing learnt, nothing shared out.
+    let go = Policy::new(Placement::go());
+    let (mut owner, hints) = (Owner::new(), Hints::default());
+    let (waker, _w) = task();
+    owner.running_meta = std::ptr::from_ref(waker.metadata()) as usize;
+    assert_eq!(go.on_wake(&mut owner, t.metadata(), 0, &m, |_| 0, || 0), 0);
+    assert!(waker.metadata().batch().is_none(), "nothing learnt");
+    let t = go
+        .displaced(&mut owner, &hints, t, 0, 0, &m)
+        .expect("to the ring");
+    assert!(!hints.shared_out.load(Relaxed));
+    // numa: a member of the waker's batch, the batch not a kept hub's:
+    // the ring, shared out.
+    let numa = Policy::new(Placement::numa());
+    let t = numa
+        .displaced(&mut owner, &hints, t, bits, 0, &m)
+        .expect("spread");
+    assert!(hints.shared_out.load(Relaxed));
+    // A kept hub's batch: the batch queue, which the owner runs next.
+    numa.hubs.mark(bits, 0);
+    let at = At {
+        now_ms: || 0,
+        busy: || 0,
+    };
+    numa.hub_modes.claim(bits, 0x1000, || 0, &at);
+    assert!(numa.displaced(&mut owner, &hints, t, bits, 0, &m).is_none());
+    assert_eq!(numa.bq_len(&hints), 1);
+    let mut moved = Vec::new();
+    match numa.owner_next(&mut owner, &hints, true, &m, |t| moved.push(t)) {
+        Next::Run(t) => drop(t),
+        _ => panic!("the batch queue's task runs next"),
+    }
+    assert!(moved.is_empty() && numa.bq_len(&hints) == 0);
+}
