@@ -563,23 +563,20 @@ fn check_stalls(
     due
 }
 
-/// Polls this long on average get a P's queue offered: five times the keep
-/// window of the placement policy's keep (`placement::KEEP_NS`). Between the two, the P's
-/// mean poll time catches up by itself within `event_interval` polls
-/// (61 × 25 µs: ~1.5 ms) and thieves then take the queue; beyond, that
-/// wait grows to many milliseconds (61 × 500 µs: 30 ms). At 20 µs, the
-/// ~25 µs polls of the 64-producer fan-in before its hub was measured
-/// were offered (17-30 offers per run) and it spread in 4 of 5 runs at 16
-/// workers (1,325 vs 249 ns per value).
-const OFFER_POLL: Duration = Duration::from_micros(100);
+/// Polls this long on average get a P's queue offered: five times the
+/// placement policy's keep window (`placement::KEEP_NS`). Between the two,
+/// the P's mean poll time catches up by itself within `event_interval`
+/// polls and its keep shrinks; beyond, that wait grows to many
+/// milliseconds. Closer to the keep window, a fan-in's long polls before
+/// its hub was measured were offered and its batch spread.
+const OFFER_POLL: Duration = Duration::from_nanos(5 * crate::scheduler::placement::KEEP_NS);
 
 /// How soon the next round comes while a P seen in one poll at the last
-/// round, shortly before, is still in it and keeps queued tasks from an
-/// idle P: about how long tasks queued behind a long poll wait before they
-/// are offered. A round costs a few µs of the monitor thread: ~2% of one
-/// CPU while the state lasts (a poll of over 250 µs with a queue behind it
-/// and a P idle).
-const OFFER_ROUND: Duration = Duration::from_micros(250);
+/// round is still in it and keeps queued tasks from an idle P: about how
+/// long tasks queued behind a long poll wait before they are offered
+/// (two and a half [`OFFER_POLL`]s; a round costs the monitor thread a few
+/// µs).
+const OFFER_ROUND: Duration = Duration::from_nanos(25 * crate::scheduler::placement::KEEP_NS / 2);
 
 /// Whether P `p`, in a poll, keeps queued tasks from an idle P: tasks in
 /// its ring (a task alone in `runnext` is taken by a thief's last pass

@@ -52,11 +52,6 @@ const QUIET_POLLS: u8 = 8;
 /// so without this cap two tasks waking each other would starve the queue.
 const MAX_LIFO_POLLS: u32 = 3;
 
-/// How often a spinner waiting on kept work looks again (the policy's
-/// `kept_spin`): between two looks it reads only the clock, not the
-/// victims' queue lines, which their owners write on every push and pop.
-const KEPT_LOOK_EVERY: Duration = Duration::from_micros(1);
-
 /// Passes over the victims when stealing (Go's `stealTries`).
 const STEAL_PASSES: usize = 4;
 
@@ -88,8 +83,8 @@ enum Pass {
 
 /// What [`Worker::steal_passes`] found when it took nothing.
 struct Empty {
-    /// Some victim kept tasks for its own M: the node is not out of work,
-    /// only out of work worth moving (see [`Worker::steal`]).
+    /// Some victim held work the policy keeps for its own M: the node is
+    /// not out of work, only out of work worth moving (see [`Worker::steal`]).
     kept: bool,
 }
 
@@ -438,9 +433,7 @@ impl Worker {
     }
 
     /// Step 6: become a spinner if Go's rule allows one more and there is
-    /// something to steal, then steal. A spinner that found only work its
-    /// victims keep looks again every [`KEPT_LOOK_EVERY`] for the policy's
-    /// `kept_spin`, taking what arrives meanwhile for this M, P or node.
+    /// something to steal, then steal.
     fn steal_work(&self, core: &mut Core, woke: bool) -> Option<Runnable> {
         let shared = &*self.shared;
         // Only where there is something to steal: another busy P of this
@@ -458,28 +451,7 @@ impl Worker {
         if !core.spinning || fresh {
             return None;
         }
-        let spin = shared.policy.kept_spin();
-        let mut since: Option<Instant> = None;
-        loop {
-            match self.steal(core) {
-                Ok(t) => return Some(t),
-                Err(Empty { kept: true }) if !spin.is_zero() => {
-                    let now = Instant::now();
-                    let t0 = *since.get_or_insert(now);
-                    if now - t0 >= spin || shared.is_shutdown() {
-                        return None;
-                    }
-                    while now.elapsed() < KEPT_LOOK_EVERY {
-                        crate::loom::spin_loop();
-                    }
-                    // A submitter that saw this M spinning woke nobody else.
-                    if let Some(t) = self.pinned_or_global(core) {
-                        return Some(t);
-                    }
-                }
-                Err(_) => return None,
-            }
-        }
+        self.steal(core).ok()
     }
 
     /// One stay of a P above a shrunk CPU quota (sysmon's re-read; see
@@ -637,9 +609,9 @@ impl Worker {
                 m.local_steals.incr();
                 return Ok(t);
             }
-            // This node still has work its own M's reach soon: it is not out
-            // of work, and a steal across nodes moves a task further than the
-            // local steal that the keep rule just refused. Issue 4's order
+            // This node still has work its own M's keep (a kept batch): it
+            // is not out of work, and a steal across nodes moves a task
+            // further than the local steal the policy just refused. Issue 4's order
             // ("a P of another node takes it only when the thief's own node has
             // nothing to run") holds for kept work as for stealable work.
             Err(e @ Empty { kept: true }) => return Err(e),
@@ -676,13 +648,13 @@ impl Worker {
     }
 
     /// Runs up to [`STEAL_PASSES`] passes over `victims`, `runnext` on the
-    /// last only. A pass that saw nothing a thief may take (every ring empty
-    /// or kept by its owner, no `runnext`) ends the search: more passes a
-    /// few hundred nanoseconds later would look at the same queues, and work
-    /// that arrives afterwards is found by the park re-check (the barrier).
-    /// A pass that saw only `runnext` tasks skips to the last pass. At 16
-    /// P's and 4 connections on 2 CPUs the four full passes cost ~2,200
-    /// instructions per request (callgrind), a fifth of the request.
+    /// last only. A pass that saw nothing a thief may take (every ring empty,
+    /// no `runnext`, or only work the policy keeps) ends the search: more
+    /// passes a few hundred nanoseconds later would look at the same
+    /// queues, and work that arrives afterwards is found by the park
+    /// re-check (the barrier). A pass that saw only `runnext` tasks skips
+    /// to the last pass: four full passes over many idle P's cost a large
+    /// share of a light request.
     fn steal_passes(
         &self,
         core: &mut Core,
@@ -702,8 +674,8 @@ impl Worker {
         Err(Empty { kept })
     }
 
-    /// One pass; sets `kept` when a victim's ring held only tasks its own M
-    /// reaches soon.
+    /// One pass; sets `kept` when a victim held only work the policy keeps
+    /// for its own M (a kept batch's).
     fn steal_pass(
         &self,
         core: &mut Core,

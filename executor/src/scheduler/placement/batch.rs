@@ -20,21 +20,10 @@
 //! spawned from another starts in no batch (an accept loop would otherwise
 //! gather every connection into one), unless `spawn_near` puts it in one.
 
-use super::Owner;
+use super::{Owner, BATCH_IDLE_MS, HUB_WAKES};
 use crate::counters::ProcCounters;
 use crate::task::{batch_id_for, BatchId, TaskMeta, BATCH_BITS, BATCH_MASK, BATCH_SHIFT};
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
-
-/// A task whose last poll began longer ago than this (in the P's batch
-/// clock, ms) is in no batch: its links have decayed. Long next to a
-/// message round trip (µs), short next to a program phase.
-pub(crate) const BATCH_IDLE_MS: u32 = 100;
-
-/// A poll that has woken this many different tasks is a hub's (a fan-in's
-/// consumer waking its blocked producers), and its batch is a hub's batch
-/// for [`BATCH_IDLE_MS`] (see [`Hubs`]). A pipeline's stage wakes only its
-/// two neighbours, however often they block again during its poll.
-pub(crate) const HUB_WAKES: u32 = 3;
 
 /// Counts a wake of `wakee` by the poll in progress on `core` unless it is
 /// one of the last two tasks this poll woke (`Owner::poll_wakes`,

@@ -1,7 +1,7 @@
 //! Keep or spread a hub's batch: measured, not guessed (issue 25; the
 //! whole story is docs/architecture.md, "Batches").
 //!
-//! A hub is a task whose poll woke [`super::batch::HUB_WAKES`] different
+//! A hub is a task whose poll woke [`super::HUB_WAKES`] different
 //! tasks: a fan-in's consumer releasing its blocked producers. Its batch
 //! can run two ways, and neither is right for every program:
 //!
@@ -9,19 +9,17 @@
 //!   waker's batch queue, which no thief takes from, so the producers run
 //!   one after another on the hub's P. With cheap producers this is
 //!   contention-aware scheduling (seed 000, section 6.2.2: tasks that
-//!   contend on one channel run serially on one processor): on 16 cores
-//!   the 64-producer fan-in over async-channel took 208 ns per value kept
-//!   and 2,690 spread (tokio 2,310), every spread producer's poll fighting
-//!   15 others for the channel's cache lines.
+//!   contend on one channel run serially on one processor): spread over
+//!   many cores, every producer's poll fights the others for the channel's
+//!   cache lines.
 //! - **spread**: they go to the ring, shared out, for any thief, as in Go
 //!   and tokio. With producers that compute per value this is what runs
-//!   them in parallel: kept, the same fan-in with ~6 µs of work per value
-//!   took 5,420 ns per value at 16 cores against 3,360 spread.
+//!   them in parallel (the figures of both: docs/performance.md).
 //!
 //! What decides is how much work a thief could take per hand-off: the
 //! runtime's busy time (every P's: a member may still run elsewhere, left
 //! there from before the batch was kept; the kept P's `runnext` is no
-//! thief's, `Processor::runnext_kept`) per hub wake while the batch is
+//! thief's, `Policy::runnext_kept`) per hub wake while the batch is
 //! kept (each wake releases a blocked member, which then runs until it
 //! blocks again). Kept, that time is the members' own work, not inflated
 //! by contention (spread, a contended poll is slow too, so spread times
@@ -34,7 +32,7 @@
 //! decision is held for
 //! [`HOLD_MIN_MS`], doubling while it repeats (up to [`HOLD_MAX_MS`]),
 //! then measured again: a fan-in of producers that compute runs
-//! serialized for at most 6 ms in every 100 ms to 1.6 s.
+//! serialized for at most one warm-up and measurement per hold.
 //!
 //! The table is small and approximate by design: [`SLOTS`] slots by batch
 //! id, a slot taken over by the newest hub whose id maps to it. All its
@@ -47,37 +45,21 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
-/// Slots in the table; a hub batch maps to `id % SLOTS`.
+use super::{BATCH_IDLE_MS, KEEP_WORK_NS, MEASURE_MS};
+
+/// Slots in the table; a hub batch maps to `id % SLOTS` (a table size: a
+/// runtime rarely has more hubs than this at once).
 pub(crate) const SLOTS: usize = 64;
-/// Length of the kept measuring phase, in ms.
-pub(crate) const MEASURE_MS: u32 = 4;
-/// Kept time before a measurement counts, in ms: members that a spread
-/// mode left running elsewhere send a value, block and come back to the
-/// hub's P first. Counted from the start, a fan-in whose producers work
-/// ~5 µs per value measured ~1 value per wake in that transient instead
-/// of a channel's worth, was decided kept in 5 of 6 runs at 2 P's and ran
-/// one P half idle for the 100 ms hold (225 and 108 ms busy, against 166
-/// and 168 spread).
-pub(crate) const WARMUP_MS: u32 = 2;
-/// The first hold after a decision, in ms; doubled while the same mode wins.
-pub(crate) const HOLD_MIN_MS: u32 = 100;
-/// The longest hold: one 6 ms measurement per 1.6 s once a program has
-/// settled (0.4% of its time kept when it should be spread).
-pub(crate) const HOLD_MAX_MS: u32 = 1_600;
-/// The most busy time per hub wake (ns) at which a kept batch stays kept.
-/// Measured kept (2 CPUs, benches/channels.rs): the 64-producer fan-in
-/// without work 3-6 µs per wake (a drain of the 128-value channel wakes
-/// one producer, which refills it: async-channel notifies one listener
-/// at a time; per wake ~ 128 values x the kept time per value), ~100 ns
-/// of work per value 9-13 µs, ~1.5 µs per value 65-120 µs, ~5 µs per
-/// value 135-640 µs (the low end in measurements right after a spread
-/// hold, whose members come back one by one). On the 16-core machine a
-/// fan-in spread over the cores costs 2.3-2.7 µs per value however
-/// little its producers do, and the fan-in without work ran kept at
-/// ~190 ns per value, ~25 µs per wake by the rule above (not measured
-/// there). 200 µs, the first bound, decided the ~5 µs fan-in kept in 3
-/// of 6 runs at 2 P's (one P half idle for the hold); 100 µs in 1 of 5.
-pub(crate) const KEEP_WORK_NS: u64 = 100_000;
+/// Kept time before a measurement counts: members that a spread mode left
+/// running elsewhere send a value, block and come back to the hub's P
+/// first, and counted from the start they read as one value per wake.
+pub(crate) const WARMUP_MS: u32 = MEASURE_MS / 2;
+/// The first hold after a decision: a program phase, as long as a batch
+/// lives without polls; doubled while the same mode wins.
+pub(crate) const HOLD_MIN_MS: u32 = BATCH_IDLE_MS;
+/// The longest hold: 16 first holds, so a settled program runs a wrong
+/// mode for at most one measurement (~0.4% of its time).
+pub(crate) const HOLD_MAX_MS: u32 = 16 * HOLD_MIN_MS;
 
 /// A slot's phases (`ModeSlot::phase`); odd phases keep.
 const MEASURE_KEEP: u32 = 1;
@@ -156,11 +138,10 @@ struct SiteSlot {
 }
 
 /// How long a spawn site's last decision stands for a new hub spawned
-/// there: it starts held that way for [`HOLD_MIN_MS`] instead of measured
-/// kept (a program that builds a fan-in per request, or a benchmark's
-/// iterations, would measure every one: a fan-in whose producers compute
-/// ran each new one serialized for 4 ms).
-pub(crate) const SITE_MEMORY_MS: u32 = 10_000;
+/// there (six longest holds): it starts held that way for [`HOLD_MIN_MS`]
+/// instead of measured kept (a program that builds a fan-in per request
+/// would otherwise measure every one, serializing producers that compute).
+pub(crate) const SITE_MEMORY_MS: u32 = 6 * HOLD_MAX_MS;
 
 /// Where a hub's poll ended: readers of the clock (ms since
 /// `task::epoch`) and of the busy time (ns) of every P so far, called
@@ -329,8 +310,9 @@ fn start<N: Fn() -> u32, F: Fn() -> u64>(s: &ModeSlot, phase: u32, now: u32, at:
 }
 
 /// Measurements in a row that may end unused before the batch is spread
-/// anyway (the mode that never serializes work): a hub that stops and
-/// starts again and again is not worth keeping.
+/// anyway (the mode that never serializes work): as many as the passes of
+/// a steal, a hub that stops and starts again and again is not worth
+/// keeping.
 const MAX_RESTARTS: u32 = 3;
 
 /// Ends phase `phase` of slot `s`: a measurement decides, a hold ends in

@@ -15,7 +15,6 @@
 //! | [`Policy::owner_next`] | `find_runnable`, after `runnext` | a batch-queue task, or a split |
 //! | [`Policy::on_tick`] | `find_runnable`, every `event_interval` ticks | split a batch queue for an idle P? |
 //! | [`Policy::look`], [`Policy::keep`] | a thief, the park re-check, the wake rules | how much of a victim's ring stays with it? |
-//! | [`Policy::kept_spin`] | a spinner that found only kept work | how long to keep looking before parking |
 //! | [`Policy::spreads_roots`] | a spawn right after an accept | round-robin, or `runnext`? |
 //! | [`Policy::wants_offer`], [`Policy::mark_long`] | sysmon, a P in long polls | lift its keep? |
 //!
@@ -30,28 +29,34 @@
 //! - [`Rule::Roots`] (Vyukov): a task spawned right after an accept goes
 //!   to the next P round-robin, not the acceptor's `runnext`: otherwise
 //!   every connection piles up on the P running the accept loop.
-//! - [`Rule::Keep`]: a thief leaves a running P the tasks its own M reaches
-//!   within [`KEEP_NS`] at its mean poll time: moving them costs a cold
-//!   cache and a socket whose readiness keeps arriving at the old P's
-//!   poller, for less time saved than that. Nothing is kept by a P whose
-//!   queues have not run dry for a whole `event_interval` (its ring refills
-//!   as fast as it runs), whose ring holds batch work it shared out, or
-//!   whose poll sysmon marked long ([`Rule::Offer`]). The wake rules follow
-//!   it: an idle P is woken only for work beyond the keep.
-//! - [`Rule::KeptSpin`]: a spinner that found only kept work looks again
-//!   every microsecond for [`KEPT_SPIN`] before parking: the owner shares
-//!   such work within microseconds, and a park and unpark cost more.
+//! - [`Rule::Keep`]: an idle P is not woken for the tasks a running P's own
+//!   M reaches within [`KEEP_NS`] at its mean poll time, and an M looking
+//!   for work before it parks does not count them as work: a wake-up, a
+//!   steal pass and a migration cost more than they save there (a cold
+//!   cache, a socket whose readiness keeps arriving at the old P's
+//!   poller). A thief that is awake and stealing takes half of any ring,
+//!   as in Go: keeping work from it made a fan-in whose producers compute
+//!   run on one P while the other idled. Nothing is kept by a P whose
+//!   queues have not run dry for a whole `event_interval` (its ring
+//!   refills as fast as it runs), whose ring holds batch work it shared
+//!   out, or whose poll sysmon marked long: sysmon offers the queue of a P
+//!   whose polls run long while tasks wait behind them and a P idles
+//!   ([`Policy::wants_offer`]), the rule's safety valve (a task queued
+//!   behind a poll that waits for it would otherwise wait for ever).
 //! - [`Rule::Batches`] (occam-π, seed 000): tasks that wake each other form
 //!   a batch (`batch`); a member a wake displaces from `runnext` goes to the
 //!   ring shared out (any thief may take it: a pipeline spreads), except
 //!   in a hub's batch measured to carry little work per hand-off
 //!   (`hub_mode`), whose members wait in the owner's batch queue, where no
 //!   thief takes them (a cheap fan-in runs serially beside its consumer
-//!   instead of fighting over one channel from every core).
+//!   instead of fighting over one channel from every core). A task in
+//!   `runnext` beside a kept batch is the owner's too.
 //! - [`Rule::HubHome`]: a kept batch's hub about to be polled on another P
 //!   while its batch runs on its old P goes back there.
-//! - [`Rule::Offer`]: sysmon marks a P whose polls run long while its ring
-//!   waits and a P idles, lifting [`Rule::Keep`] for that poll.
+//!
+//! The figures behind each rule, on and off, are in docs/performance.md
+//! ("Placement rules"), with the command that reproduces them
+//! (`benches/placement_rules.sh`).
 
 pub(crate) mod batch;
 pub(crate) mod hub_mode;
@@ -61,16 +66,20 @@ use crate::task::{Runnable, TaskMeta};
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
-use std::time::Duration;
 
-/// The tasks a running P keeps from thieves, in time: those its own M
-/// reaches within this long at its mean poll time. Four ~5 µs HTTP polls;
-/// the figures behind it are in docs/performance.md ("Placement rules").
+// The policy's tuning constants, all here (the mechanism's are at the top
+// of worker.rs; derived ones in hub_mode.rs). The figures behind them are
+// in docs/performance.md, "Placement rules".
+
+/// The tasks a running P keeps for its own M, in time: those it reaches
+/// within this long at its mean poll time (about four HTTP polls), for
+/// which waking another P costs more than it saves.
 pub(crate) const KEEP_NS: u64 = 20_000;
 
-/// How long a spinner that saw only kept work keeps looking before it
-/// parks: a few polls' time, less than a park and unpark cost.
-pub(crate) const KEPT_SPIN: Duration = Duration::from_micros(6);
+/// The least time a queued task is taken to cost in [`KEEP_NS`]'s count (a
+/// fresh P's mean poll time is 0, and a queue of tiny tasks still costs its
+/// dispatch).
+const MIN_TASK_NS: u64 = 250;
 
 /// Most tasks a batch queue holds; beyond it displaced members go to the
 /// ring, stealable (a 64-producer fan-in needs 63).
@@ -79,6 +88,27 @@ const BATCH_QUEUE_CAP: usize = 1024;
 /// Batch-queue polls before the ring gets a turn: a batch whose members
 /// keep waking each other must not starve the P's other tasks.
 const MAX_BATCH_RUN: u32 = 16;
+
+/// A task whose last poll began longer ago than this (ms) has left its
+/// batch: long next to a message round trip (µs), short next to a program
+/// phase. Also how long a hub mark and a first keep/spread decision last.
+pub(crate) const BATCH_IDLE_MS: u32 = 100;
+
+/// A poll that has woken this many different tasks is a hub's (a fan-in's
+/// consumer waking its blocked producers); a pipeline's stage wakes only
+/// its two neighbours, however often they block again during its poll.
+pub(crate) const HUB_WAKES: u32 = 3;
+
+/// Length of a hub batch's kept measurement (ms), after a warm-up of half
+/// that: long enough for many hub wakes, short enough that a fan-in whose
+/// producers compute runs serialized for little of its time.
+pub(crate) const MEASURE_MS: u32 = 4;
+
+/// The most busy time per hub wake (ns) at which a measured batch stays
+/// kept: below it, its members hand values over faster one after another
+/// on one P than across cores (a spread fan-in costs microseconds per value
+/// in contention on many cores, whatever its producers do).
+pub(crate) const KEEP_WORK_NS: u64 = 100_000;
 
 /// The environment variable that selects the placement
 /// ([`Placement`]'s `FromStr` syntax).
@@ -90,42 +120,28 @@ pub enum Rule {
     /// Root tasks (spawned right after an accept) go round-robin over the
     /// P's (Vyukov). Name: `roots`.
     Roots,
-    /// A running P keeps the tasks it reaches within ~20 µs from thieves.
-    /// Name: `keep`.
+    /// An idle P is not woken for the tasks a running P reaches within
+    /// ~20 µs (sysmon lifts this for a P whose polls run long). Name: `keep`.
     Keep,
-    /// A spinner that saw only kept work looks again for ~6 µs before
-    /// parking. Name: `kept_spin`.
-    KeptSpin,
     /// Tasks that wake each other form batches; a cheap fan-in's members
     /// run beside their consumer, other batches spread. Name: `batches`.
     Batches,
     /// A kept batch's consumer polled elsewhere goes back to its batch's P.
     /// Name: `hub_home`.
     HubHome,
-    /// sysmon lifts the keep of a P whose polls run long. Name: `offer`.
-    Offer,
 }
 
 impl Rule {
     /// Every rule, in the order of [`Rule::name`]'s table.
-    pub const ALL: [Rule; 6] = [
-        Rule::Roots,
-        Rule::Keep,
-        Rule::KeptSpin,
-        Rule::Batches,
-        Rule::HubHome,
-        Rule::Offer,
-    ];
+    pub const ALL: [Rule; 4] = [Rule::Roots, Rule::Keep, Rule::Batches, Rule::HubHome];
 
     /// The rule's name in `NUMA_RT_PLACEMENT`.
     pub fn name(self) -> &'static str {
         match self {
             Rule::Roots => "roots",
             Rule::Keep => "keep",
-            Rule::KeptSpin => "kept_spin",
             Rule::Batches => "batches",
             Rule::HubHome => "hub_home",
-            Rule::Offer => "offer",
         }
     }
 
@@ -405,17 +421,6 @@ impl Policy {
         self.on(Rule::Roots)
     }
 
-    /// How long a spinner that found only kept work keeps looking
-    /// ([`Rule::KeptSpin`]); zero: it parks at once.
-    #[inline]
-    pub(crate) fn kept_spin(&self) -> Duration {
-        if self.on(Rule::KeptSpin) {
-            KEPT_SPIN
-        } else {
-            Duration::ZERO
-        }
-    }
-
     // ---- wakes ----------------------------------------------------------
 
     /// A task woke `wakee` from inside its poll on this P ([`Rule::Batches`]:
@@ -441,7 +446,7 @@ impl Policy {
         bits
     }
 
-    /// A poll has just woken its [`batch::HUB_WAKES`]th different task:
+    /// A poll has just woken its [`HUB_WAKES`]th different task:
     /// count it and mark its batch a hub's. Cold: once per hub poll.
     #[cold]
     #[inline(never)]
@@ -683,9 +688,9 @@ impl Policy {
 
     // ---- what thieves see -----------------------------------------------
 
-    /// How many of a held P's ring tasks its thieves leave to it
-    /// ([`Rule::Keep`]): those its M reaches within [`KEEP_NS`] at its mean
-    /// poll time — none if its queues have not run dry for a whole
+    /// How many of a held P's ring tasks are its own M's ([`Rule::Keep`]):
+    /// those it reaches within [`KEEP_NS`] at its mean poll time, for which
+    /// nobody is woken and a parking M does not stay up — none if its queues have not run dry for a whole
     /// `event_interval`, if its ring holds batch work shared out, or if
     /// sysmon marked its poll long. `held`: an M holds the P and runs it
     /// (a parked P keeps nothing).
@@ -699,9 +704,7 @@ impl Policy {
         {
             return 0;
         }
-        // A fresh P's mean is 0; a queue of tiny tasks still costs its
-        // dispatch: at least 250 ns a task.
-        let per = m.poll_time_ewma_ns.get().max(250);
+        let per = m.poll_time_ewma_ns.get().max(MIN_TASK_NS);
         (KEEP_NS / per).min(u64::from(u32::MAX)) as u32
     }
 
@@ -746,7 +749,13 @@ impl Policy {
                 Look::Nothing
             };
         }
-        let keep = self.keep(v.held, v.hints, v.counters);
+        // A thief that is awake already (`ask`: it steals now) takes half
+        // of any ring: the keep decides only whom to wake and when to park.
+        let keep = if ask {
+            0
+        } else {
+            self.keep(v.held, v.hints, v.counters)
+        };
         if v.ring > keep as usize {
             Look::Stealable { keep }
         } else {
@@ -778,12 +787,13 @@ impl Policy {
 
     // ---- sysmon's offer -------------------------------------------------
 
-    /// Whether sysmon should offer a P's queue when its polls run long
-    /// ([`Rule::Offer`]): not while the running task is a member of a batch
+    /// Whether sysmon should offer a P's queue when its polls run long (the
+    /// keep's safety valve: tasks kept behind a poll that waits for them
+    /// would otherwise wait for ever while a P idles): not while the running task is a member of a batch
     /// held kept on it (those polls are long by nature, and the batch was
     /// measured to run best there).
     pub(crate) fn wants_offer(&self, running: &RunningBatch) -> bool {
-        self.on(Rule::Offer) && {
+        self.on(Rule::Keep) && {
             let bits = running.get();
             bits == 0 || !self.hub_modes.keeps(bits)
         }

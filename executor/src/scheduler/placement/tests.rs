@@ -30,7 +30,7 @@ fn placement_parses_and_names_what_is_wrong() {
     assert!(e.contains("\"keep\" is not `+rule` or `-rule`"), "{e}");
     let e = "numa,-kep".parse::<Placement>().unwrap_err();
     assert!(
-        e.contains("no rule \"kep\"") && e.contains("kept_spin"),
+        e.contains("no rule \"kep\"") && e.contains("hub_home"),
         "{e}"
     );
     assert!("".parse::<Placement>().is_err());
@@ -41,7 +41,7 @@ fn a_running_p_keeps_a_short_ring_unless_it_shared_its_batch_out() {
     let policy = Policy::new(Placement::numa());
     let (hints, m) = (Hints::default(), ProcCounters::new(None));
     // A fresh P runs polls estimated at the floor (250 ns).
-    let kept = (KEEP_NS / 250) as u32;
+    let kept = (KEEP_NS / MIN_TASK_NS) as u32;
     assert_eq!(policy.keep(true, &hints, &m), kept);
     share_out(&hints);
     assert_eq!(
@@ -72,8 +72,6 @@ fn a_running_p_keeps_a_short_ring_unless_it_shared_its_batch_out() {
     // Go placement keeps nothing.
     let go = Policy::new(Placement::go());
     assert_eq!(go.keep(true, &Hints::default(), &m), 0);
-    assert_eq!(go.kept_spin(), Duration::ZERO);
-    assert_eq!(Policy::new(Placement::numa()).kept_spin(), KEPT_SPIN);
 }
 
 /// The wake rules wake a thief only for work beyond the keep.
@@ -131,12 +129,13 @@ fn a_kept_batchs_runnext_is_kept_unless_the_poll_runs_long() {
     };
     assert_eq!(look(0, false, true), Look::Nothing);
     assert_eq!(look(0, true, true), Look::Runnext, "no batch queue");
-    let kept = (KEEP_NS / 250) as usize;
-    assert_eq!(look(kept, false, true), Look::Kept);
-    assert_eq!(
-        look(kept + 1, false, true),
-        Look::Stealable { keep: kept as u32 }
-    );
+    let kept = (KEEP_NS / MIN_TASK_NS) as usize;
+    // Whom to wake and whether to park: the owner's M reaches `kept` soon.
+    assert_eq!(look(kept, false, false), Look::Kept);
+    let beyond = Look::Stealable { keep: kept as u32 };
+    assert_eq!(look(kept + 1, false, false), beyond);
+    // A thief that steals now takes half of any ring, as in Go.
+    assert_eq!(look(1, false, true), Look::Stealable { keep: 0 });
     hints.bq_len.store(1, Relaxed);
     assert_eq!(look(0, true, false), Look::Kept, "beside a batch queue");
     assert!(!hints.split.load(Relaxed), "a look that does not ask");
