@@ -217,8 +217,8 @@ pub(crate) fn env<T>(
 /// for 32-bit `x` and `c = ceil(2^64 / n)`, `x % n == 0` iff
 /// `x * c mod 2^64 < c`). The two `%` of `find_runnable` by the runtime's
 /// intervals (61 by default, not a constant the compiler could fold) were
-/// two `div` instructions per task, 17 of ~610 instructions per
-/// `yield_now` round (callgrind).
+/// two `div` instructions per task, among the costliest of a `yield_now`
+/// round.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Every {
     /// `ceil(2^64 / n)`; 0 stands for 2^64 when `n == 1` (every tick).

@@ -49,14 +49,10 @@ pub(crate) unsafe trait RawTask: Sized {
 /// `runnext` on every push, pop and wake, and the queues of all P's are
 /// allocated one after another at build. Unpadded, two P's queues could
 /// share a line, and two P's each running their own tasks paid for each
-/// other's pushes: 16 request/response pairs over channels at 2 P's
-/// (`benches/channels.rs`, req_resp; no steals, both P's busy) spent 42% of
-/// the run loop's samples on the load of `head`; padding this and the
-/// `Processor`s took it from 53.8 to 48.8 ns per message with tokio's
-/// channels and 80.5 to 69.1 with async-channel (medians of 11 alternated
-/// runs, 2-CPU VM). (Padding the `Core` and the M's `Seat` as well gained
-/// nothing more there and cost 6% of the requests per second at one HTTP
-/// connection, 9 alternated rounds: not done.)
+/// other's pushes (`benches/channels.rs`, req_resp: the load of `head`
+/// dominated the run loop). (Padding the `Core` and the M's `Seat` as
+/// well gained nothing more and cost requests per second at one HTTP
+/// connection: not done.)
 #[repr(align(128))]
 struct Inner {
     head: AtomicU32,

@@ -238,7 +238,7 @@ enum Judged {
 /// never earlier; so does a wait in progress at the base, which is counted
 /// whole when it ends.
 ///
-/// Cost: one `pread` of an open file and one clock read (~3 µs) per poll
+/// Cost: one `pread` of an open file and one clock read per poll
 /// that outlasts a round (no path lookup; the file is reopened when the
 /// P's M changes), three or four reads per look past the threshold, none
 /// per poll.
@@ -252,8 +252,8 @@ enum Judged {
 /// over the whole time since the first look, not since the last round: a
 /// starved thread still gets a slice now and then, and a short window that
 /// catches one would blame the task. It blames a poll preempted by busy
-/// threads that leave it more than a fifth of its CPU (seen in a 120 s soak
-/// at 16 P's with `wrk` on the same CPUs), which `schedstat` does not.
+/// threads that leave it more than a fifth of its CPU (seen in a soak with
+/// `wrk` on the same CPUs), which `schedstat` does not.
 /// Where neither can be read the stall is reported.
 fn judge_stall(
     shared: &Shared,
@@ -497,8 +497,8 @@ fn check_stalls(
                 Some(_) => {}
                 // Too soon to say, and still in the poll the last round
                 // saw: look again soon. (Not for every P that keeps a
-                // ring beside an idle P: at 64 connections on 2 P's that
-                // made 1.25-1.35x the context switches per request.)
+                // ring beside an idle P: that raised the context switches
+                // per request under HTTP load.)
                 None if last.is_some_and(|l| l.0 == polls) => soon(OFFER_ROUND),
                 None => {}
             }
@@ -583,9 +583,9 @@ const OFFER_ROUND: Duration = Duration::from_nanos(25 * crate::scheduler::placem
 /// after Go's grace, and ping-pong pairs keep one there nearly always),
 /// a P idle, and the running task not a member of a batch held (or
 /// measured) kept on this P: those polls are long by nature (a consumer
-/// draining 128 values, its producers filling them: ~25 µs each on 16
-/// cores), the batch was measured to run best here, and offering its
-/// queue made the 64-producer fan-in spread (8.7× slower at 16 workers).
+/// draining 128 values, its producers filling them), the batch was
+/// measured to run best here, and offering its queue made the no-work
+/// fan-in spread, many times slower.
 fn wants_offer(shared: &Shared, p: &crate::scheduler::processor::Processor) -> bool {
     !p.steal.ring_is_empty()
         && shared.idle.npidle() != 0
@@ -615,7 +615,7 @@ fn long_polls(last: (u64, u64, Instant), now: (u64, u64, Instant)) -> Option<boo
 /// takes half the ring. Go and tokio steal any queue and need no such
 /// step; it is what keeping a short queue for its owner costs to do
 /// safely. No clock is read per poll: a TSC stamp at each poll's start and
-/// end cost ping_pong 10-25% at 16 workers on the 16-core machine.
+/// end slowed the shortest polls (ping_pong) measurably.
 fn offer_queue(shared: &Shared, i: usize, polls: u64) {
     let p = &shared.procs[i];
     shared.policy.mark_long(&p.hints, polls);

@@ -503,7 +503,8 @@ impl Shared {
         // an idle P of `node` may be worth waking.
         let task = match context::with_core_of(here, task, |core, in_driver, task| {
             // (The node's queue, for an overflowing ring, is looked up only
-            // where a task goes to the ring: 9 instructions per wake.)
+            // where a task goes to the ring: a wake into `runnext` never
+            // needs it.)
             if in_driver {
                 core.queue.push_back(task, &self.nodes[core.node].inject);
                 None
@@ -550,9 +551,9 @@ impl Shared {
             // one kept in the batch queue) is this M's to run next,
             // whatever happens, so nobody is woken (tokio's rule for its
             // LIFO slot). Waking an idle P per `runnext` push, as Go's
-            // `ready` does, made it spin and steal one task of a ping-pong
-            // pair every ~40 messages at 2 workers, with a park and an
-            // unpark each (benches/channels.rs). A task fired by this M's
+            // `ready` does, made it spin and now and then steal one task of
+            // a ping-pong pair, with a park and an unpark each
+            // (benches/channels.rs). A task fired by this M's
             // driver: whether to wake a helper is decided once per
             // dispatch, after the driver returns (`Worker::poll_driver`).
             Ok(None) => return,
@@ -825,10 +826,8 @@ pub(crate) type BoxCore = Box<Core>;
 /// captures nothing: with a schedule function of nonzero size async-task
 /// makes every wake by value a wake by reference plus a dropped waker, and
 /// every schedule call clones and drops a waker to keep the task alive
-/// through the call (`ping_pong` at one worker, tokio's channels: 19.14
-/// locked instructions and 1,185 instructions per message with the
-/// runtime's `Arc` captured, 18.13 and 1,180 without; and a spawn no longer
-/// takes a count on the runtime's `Arc`). The runtime is found
+/// through the call: a locked instruction more per wake (and a spawn
+/// would take a count on the runtime's `Arc`). The runtime is found
 /// from the task's registry instead: on one of its own M's (wakes inside a
 /// poll, the M's driver firing wakers), by comparing the registry's address
 /// with the M's runtime's, which the M keeps alive; anywhere else through
@@ -854,9 +853,7 @@ fn schedule_task(task: Runnable, info: async_task::ScheduleInfo) {
 /// [`schedule_task`] off the runtime's M's: a `block_on` thread, sysmon,
 /// the blocking pool, another runtime's M, any thread. Out of line, so
 /// that the wake inside a poll (the common case) carries less of this
-/// path: a thread-local load, a compare and a tail call, ~6 instructions
-/// fewer per wake (callgrind, one worker, tokio's channels: `req_resp`
-/// 1,060 -> 1,052 and `ping_pong` 1,114 -> 1,109 per message).
+/// path: a thread-local load, a compare and a tail call.
 #[cold]
 #[inline(never)]
 fn schedule_elsewhere(task: Runnable, yielded: bool) {

@@ -121,7 +121,7 @@ impl Worker {
         numa_rt_reactor::context::set_current_p(Some(index));
         self.shared.procs[index].set_running(true);
         // This M's P for the whole loop (it ends when the P goes): indexed
-        // once, not twice per poll (~13 instructions, callgrind).
+        // once, not twice per poll, on the path every task takes.
         let p = &self.shared.procs[index];
         let lent = loop {
             let task;
@@ -151,9 +151,9 @@ impl Worker {
             // woke nobody; its push comes before its SeqCst fence and load
             // of `nmspinning`, our SeqCst decrement before our fence and
             // look, so one of us sees the other (the park barrier's
-            // pattern). Waking unconditionally, as Go does, woke ~86 M's
-            // per spawn_many_remote_idle iteration at 16 P's, half of them
-            // to find nothing.
+            // pattern). Waking unconditionally, as Go does, woke many M's
+            // for nothing when spawns come from outside the P's
+            // (spawn_many_remote_idle).
             core.spinning = false;
             if self.shared.idle.stop_spinning(core.node) {
                 fence(SeqCst);

@@ -24,9 +24,8 @@ pub(crate) const ID_BLOCK_BITS: u32 = 8;
 impl Id {
     /// A fresh id: the next of this thread's block, and a new block (one
     /// atomic add on a process-wide counter) every 256 ids. One add per
-    /// spawn, as before, put every spawning thread on one cache line (on 2
-    /// CPUs: `spawn_many_remote_idle` 2.27 -> 1.61 ms with the registry's
-    /// block sharding; not measured on many cores). Ids stay unique; they no longer
+    /// spawn, as before, put every spawning thread on one cache line
+    /// (`spawn_many_remote_idle`). Ids stay unique; they no longer
     /// follow spawn order across threads (within one thread they still
     /// grow).
     pub(crate) fn next() -> Id {

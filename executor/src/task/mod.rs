@@ -102,11 +102,9 @@ use std::sync::Arc;
 /// future. Up to 120 bytes, glibc's malloc
 /// serves it from a fastbin, where a free by another thread (a task
 /// spawned on one thread completes on another) takes no lock; above, every
-/// such free takes the arena's lock against the spawning thread's mallocs.
-/// At 144 bytes (four 64-bit words here and a 16-byte registry slot in the
-/// harness) `spawn_many_local` made ~5,700 `futex` calls per 10,000 spawns
-/// against ~130 at 112 bytes, and took 1.5× as long; `ping_pong`'s
-/// 40-byte tasks were 1.2× slower for the same reason. 28 bytes, 4-aligned
+/// such free takes the arena's lock against the spawning thread's mallocs,
+/// often with a `futex` call (it slowed `spawn_many_local` and
+/// `ping_pong`). 28 bytes, 4-aligned
 /// (the registry's `Arc` split in two 32-bit halves: 8-aligned it would
 /// cost 8 bytes of padding), leave the header at 64 bytes (with the flag),
 /// so a `Send` task's future of up to 48 bytes, a pinned task's of up to

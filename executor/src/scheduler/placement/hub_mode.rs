@@ -279,8 +279,8 @@ impl HubModes {
         }
         // One phase end per phase: this runs after the hub's poll returned,
         // when the hub may already be polled again on another P, whose poll
-        // end can read the same phase (seen: a measurement decided three
-        // times within 0.2 ms, its hold doubled twice). The CAS picks one;
+        // end can read the same phase (seen: one measurement decided more
+        // than once, its hold doubled each time). The CAS picks one;
         // Relaxed: an RMW on one word needs no ordering to have one winner.
         if s.since
             .compare_exchange(since, now, Relaxed, Relaxed)
