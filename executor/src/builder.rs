@@ -223,7 +223,7 @@ impl Builder {
     }
 
     /// Runs `f` on each runtime thread when it starts: each M and each
-    /// blocking-pool thread (with [`enable_tokio_compat`](Builder::enable_tokio_compat),
+    /// blocking-pool thread (with `Builder::enable_tokio_compat`, feature `tokio-compat`,
     /// inside the side tokio runtime's context).
     ///
     /// If `f` panics, the panic is reported on stderr (a `numa_rt: the
