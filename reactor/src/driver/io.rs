@@ -1,8 +1,9 @@
 //! Per-source readiness: what the poller learned about a socket, and which
 //! tasks wait for it.
 //!
-//! Like tokio's `ScheduledIo`, a source keeps one readiness word and one waker
-//! slot per direction (read, write). mio is edge-triggered, so readiness is
+//! Like tokio's `ScheduledIo`, a source keeps one readiness word and a list
+//! of waiters per direction (read, write; see [`super::waiters`]): an event
+//! wakes every task waiting in its direction. mio is edge-triggered, so readiness is
 //! remembered here until an operation hits `WouldBlock`; a tick counter in the
 //! same word stops a stale `WouldBlock` from erasing an event that arrived
 //! after the operation started.
@@ -11,6 +12,8 @@ use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
+
+use super::waiters::{self, DirWaiters};
 
 pub(crate) const READABLE: usize = 1 << 0;
 pub(crate) const WRITABLE: usize = 1 << 1;
@@ -66,8 +69,8 @@ pub(crate) enum Kind {
 
 #[derive(Default)]
 struct Waiters {
-    reader: Option<Waker>,
-    writer: Option<Waker>,
+    reader: DirWaiters,
+    writer: DirWaiters,
 }
 
 /// Readiness and waiters of one registered source.
@@ -137,16 +140,12 @@ impl ScheduledIo {
         let mut w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
         let closing = bits & (SHUTDOWN | CLOSED) != 0;
         if closing || bits & Direction::Write.mask() != 0 {
-            if let Some(waker) = w.writer.take() {
-                out.writes.push(waker);
-            }
+            w.writer.take_all(&mut out.writes);
         }
         if closing || bits & Direction::Read.mask() != 0 {
-            if let Some(waker) = w.reader.take() {
-                match self.kind {
-                    Kind::Stream => out.reads.push(waker),
-                    Kind::Listener => out.accepts.push(waker),
-                }
+            match self.kind {
+                Kind::Stream => w.reader.take_all(&mut out.reads),
+                Kind::Listener => w.reader.take_all(&mut out.accepts),
             }
         }
     }
@@ -171,12 +170,21 @@ impl ScheduledIo {
     /// Whether a task waits on this source (a stored reader or writer waker).
     pub(crate) fn has_waiters(&self) -> bool {
         let w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
-        w.reader.is_some() || w.writer.is_some()
+        !w.reader.is_empty() || !w.writer.is_empty()
     }
 
-    /// Ready when the direction has readiness; otherwise stores the waker.
+    /// Forgets the wakers a dropped [`waiters::WaitFn`] stored under `key`.
+    pub(crate) fn remove_waiter(&self, key: u64) {
+        let mut w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        w.reader.remove(key);
+        w.writer.remove(key);
+    }
+
+    /// Ready when the direction has readiness; otherwise stores the waker,
+    /// beside those of other tasks waiting in `dir` (under the polling
+    /// `WaitFn`'s key, or as the one unkeyed `poll_*` waiter).
     pub(crate) fn poll_ready(
-        &self,
+        self: &Arc<Self>,
         cx: &mut Context<'_>,
         dir: Direction,
     ) -> Poll<io::Result<ReadyEvent>> {
@@ -184,19 +192,19 @@ impl ScheduledIo {
         if let Some(r) = Self::check(self.readiness.load(Ordering::Acquire), dir) {
             return Poll::Ready(r);
         }
+        let key = waiters::current_key();
         let mut w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
-        let slot = match dir {
-            Direction::Read => &mut w.reader,
-            Direction::Write => &mut w.writer,
-        };
-        match slot {
-            Some(old) if old.will_wake(cx.waker()) => {}
-            _ => *slot = Some(cx.waker().clone()),
+        match dir {
+            Direction::Read => w.reader.register(key, cx.waker()),
+            Direction::Write => w.writer.register(key, cx.waker()),
         }
         // Re-check under the lock: an event dispatched before we took the
         // lock is visible now (its store precedes its own lock of `waiters`);
         // one dispatched after will find the waker stored above.
-        match Self::check(self.readiness.load(Ordering::Acquire), dir) {
+        let r = Self::check(self.readiness.load(Ordering::Acquire), dir);
+        drop(w);
+        waiters::stored_in(self);
+        match r {
             Some(r) => Poll::Ready(r),
             None => Poll::Pending,
         }
@@ -307,7 +315,7 @@ mod tests {
 
     #[test]
     fn a_stale_would_block_does_not_erase_a_newer_event() {
-        let io = ScheduledIo::new(Kind::Stream);
+        let io = Arc::new(ScheduledIo::new(Kind::Stream));
         let waker = Waker::from(Arc::new(Noop));
         let mut cx = Context::from_waker(&waker);
         let Poll::Ready(Ok(ev)) = io.poll_ready(&mut cx, Direction::Read) else {
@@ -338,8 +346,8 @@ mod tests {
         }
         let log = Arc::new(StdMutex::new(Vec::new()));
         let waker = |name| Waker::from(Arc::new(Log(log.clone(), name)));
-        let listener = ScheduledIo::new(Kind::Listener);
-        let stream = ScheduledIo::new(Kind::Stream);
+        let listener = Arc::new(ScheduledIo::new(Kind::Listener));
+        let stream = Arc::new(ScheduledIo::new(Kind::Stream));
         // Start from "not ready" so the wakers get stored.
         for (io, dir) in [
             (&listener, Direction::Read),

@@ -23,7 +23,7 @@
 //! - [`notify`]: the unpark flag in front of each eventfd, and its loom model;
 //! - [`stats`]: the drivers' counters and the reactor's diagnostics;
 //! - [`io`] and [`registration`]: sources, their readiness, and which P's
-//!   poller holds them; [`timers`] and [`wheel`]: a P's timers; [`paused`]:
+//!   poller holds them; [`waiters`]: the tasks waiting on a source; [`timers`] and [`wheel`]: a P's timers; [`paused`]:
 //!   paused time.
 //!
 //! Every waker is fired through `fault::wake`, never under a lock: a waker
@@ -40,6 +40,7 @@ pub(crate) mod registration;
 mod setup;
 mod stats;
 pub(crate) mod timers;
+pub(crate) mod waiters;
 mod watch;
 mod watch_ops;
 mod wheel;

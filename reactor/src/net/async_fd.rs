@@ -1,8 +1,8 @@
 //! [`AsyncFd`]: readiness for any file descriptor, on the same per-P
 //! pollers as numa_rt's own sockets (the guide is on the type).
 
+use crate::driver::waiters::wait_fn;
 use std::fmt;
-use std::future::poll_fn;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::task::{ready, Context, Poll};
@@ -146,7 +146,7 @@ impl<T: AsRawFd> AsyncFd<T> {
     /// Waits until the descriptor is ready in at least one direction of
     /// `interest`; [`AsyncFdReadyGuard::ready`] says which.
     pub async fn ready(&self, interest: Interest) -> io::Result<AsyncFdReadyGuard<'_, T>> {
-        let events = poll_fn(|cx| self.poll_events(cx, interest)).await?;
+        let events = wait_fn(|cx| self.poll_events(cx, interest)).await?;
         Ok(AsyncFdReadyGuard { fd: self, events })
     }
 
@@ -155,7 +155,7 @@ impl<T: AsRawFd> AsyncFd<T> {
         &mut self,
         interest: Interest,
     ) -> io::Result<AsyncFdReadyMutGuard<'_, T>> {
-        let events = poll_fn(|cx| self.poll_events(cx, interest)).await?;
+        let events = wait_fn(|cx| self.poll_events(cx, interest)).await?;
         Ok(AsyncFdReadyMutGuard { fd: self, events })
     }
 

@@ -367,7 +367,7 @@ macro_rules! readiness_impls {
                 &self,
                 interest: $crate::net::Interest,
             ) -> std::io::Result<$crate::net::Ready> {
-                let evs = std::future::poll_fn(|cx| {
+                let evs = $crate::driver::waiters::wait_fn(|cx| {
                     self.io
                         .poll_ready_any(cx, interest.is_readable(), interest.is_writable())
                 })

@@ -1,6 +1,6 @@
 //! TCP: [`TcpListener`], [`TcpStream`] and the stream's halves.
 
-use std::future::poll_fn;
+use crate::driver::waiters::wait_fn;
 use std::io;
 use std::net::{Shutdown, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
@@ -55,7 +55,7 @@ impl TcpListener {
     /// Waits for a connection. Tasks spawned right after a successful accept
     /// are spread round-robin across P's by the executor.
     pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
-        poll_fn(|cx| self.poll_accept(cx)).await
+        wait_fn(|cx| self.poll_accept(cx)).await
     }
 
     /// Polls for a connection.
@@ -132,7 +132,7 @@ impl TcpStream {
     /// Waits for the connect in progress on `s` to finish.
     pub(crate) async fn connecting(s: mio::net::TcpStream) -> io::Result<TcpStream> {
         let s = TcpStream::new(s);
-        poll_fn(|cx| s.poll_connected(cx)).await?;
+        wait_fn(|cx| s.poll_connected(cx)).await?;
         Ok(s)
     }
 
@@ -220,7 +220,7 @@ impl TcpStream {
 
     /// Receives data without removing it from the queue (waits for some).
     pub async fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
-        poll_fn(|cx| self.poll_peek(cx, buf)).await
+        wait_fn(|cx| self.poll_peek(cx, buf)).await
     }
 
     /// Polls [`peek`](Self::peek).

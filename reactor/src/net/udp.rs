@@ -1,6 +1,6 @@
 //! UDP: [`UdpSocket`].
 
-use std::future::poll_fn;
+use crate::driver::waiters::wait_fn;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
@@ -58,7 +58,7 @@ impl UdpSocket {
 
     /// Sends to the connected peer.
     pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
-        poll_fn(|cx| self.poll_send(cx, buf)).await
+        wait_fn(|cx| self.poll_send(cx, buf)).await
     }
 
     /// Polls sending to the connected peer.
@@ -68,7 +68,7 @@ impl UdpSocket {
 
     /// Receives from the connected peer.
     pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        poll_fn(|cx| self.poll_recv(cx, buf)).await
+        wait_fn(|cx| self.poll_recv(cx, buf)).await
     }
 
     /// Polls receiving from the connected peer.
@@ -88,7 +88,7 @@ impl UdpSocket {
             // nothing next to the lookup.
             many => same_family_first(many, self.local_addr().map(|a| a.is_ipv6()).ok()),
         };
-        poll_fn(|cx| self.poll_send_to(cx, buf, target)).await
+        wait_fn(|cx| self.poll_send_to(cx, buf, target)).await
     }
 
     /// Polls sending to `target`.
@@ -104,7 +104,7 @@ impl UdpSocket {
 
     /// Receives a datagram and its sender.
     pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        poll_fn(|cx| self.poll_recv_from(cx, buf)).await
+        wait_fn(|cx| self.poll_recv_from(cx, buf)).await
     }
 
     /// Polls receiving a datagram and its sender.
@@ -118,13 +118,13 @@ impl UdpSocket {
 
     /// Receives a datagram without removing it from the queue.
     pub async fn peek_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        poll_fn(|cx| self.io.poll_io(cx, Direction::Read, |s| s.peek_from(buf))).await
+        wait_fn(|cx| self.io.poll_io(cx, Direction::Read, |s| s.peek_from(buf))).await
     }
 
     /// Receives a datagram from the connected peer without removing it from
     /// the queue.
     pub async fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
-        poll_fn(|cx| self.io.poll_io(cx, Direction::Read, |s| s.peek(buf))).await
+        wait_fn(|cx| self.io.poll_io(cx, Direction::Read, |s| s.peek(buf))).await
     }
 
     /// Sends to the connected peer without waiting (`WouldBlock` when the

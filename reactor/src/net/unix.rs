@@ -1,6 +1,6 @@
 //! Unix-domain streams: [`UnixListener`], [`UnixStream`] and the stream's halves.
 
-use std::future::poll_fn;
+use crate::driver::waiters::wait_fn;
 use std::io;
 use std::net::Shutdown;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
@@ -38,7 +38,7 @@ impl UnixListener {
 
     /// Waits for a connection.
     pub async fn accept(&self) -> io::Result<(UnixStream, SocketAddr)> {
-        poll_fn(|cx| self.poll_accept(cx)).await
+        wait_fn(|cx| self.poll_accept(cx)).await
     }
 
     /// Polls for a connection.
@@ -88,7 +88,7 @@ impl UnixStream {
     /// Connects to the socket at `path`.
     pub async fn connect(path: impl AsRef<Path>) -> io::Result<UnixStream> {
         let s = UnixStream::new(mio::net::UnixStream::connect(path)?);
-        poll_fn(|cx| s.poll_connected(cx)).await?;
+        wait_fn(|cx| s.poll_connected(cx)).await?;
         Ok(s)
     }
 

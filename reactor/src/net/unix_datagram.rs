@@ -1,6 +1,6 @@
 //! Unix-domain datagrams: [`UnixDatagram`].
 
-use std::future::poll_fn;
+use crate::driver::waiters::wait_fn;
 use std::io;
 use std::net::Shutdown;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
@@ -71,18 +71,18 @@ impl UnixDatagram {
 
     /// Sends to the connected peer.
     pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
-        poll_fn(|cx| self.io.poll_io(cx, Direction::Write, |s| s.send(buf))).await
+        wait_fn(|cx| self.io.poll_io(cx, Direction::Write, |s| s.send(buf))).await
     }
 
     /// Receives from the connected peer.
     pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        poll_fn(|cx| self.io.poll_io(cx, Direction::Read, |s| s.recv(buf))).await
+        wait_fn(|cx| self.io.poll_io(cx, Direction::Read, |s| s.recv(buf))).await
     }
 
     /// Sends to the socket at `path`.
     pub async fn send_to(&self, buf: &[u8], path: impl AsRef<Path>) -> io::Result<usize> {
         let path = path.as_ref();
-        poll_fn(|cx| {
+        wait_fn(|cx| {
             self.io
                 .poll_io(cx, Direction::Write, |s| s.send_to(buf, path))
         })
@@ -91,7 +91,7 @@ impl UnixDatagram {
 
     /// Receives a datagram and its sender's address.
     pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        poll_fn(|cx| self.io.poll_io(cx, Direction::Read, |s| s.recv_from(buf))).await
+        wait_fn(|cx| self.io.poll_io(cx, Direction::Read, |s| s.recv_from(buf))).await
     }
 
     /// The bound address.

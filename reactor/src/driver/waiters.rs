@@ -1,0 +1,234 @@
+//! The tasks waiting on one direction of a source, so that a readiness
+//! event wakes every one of them (tokio's `ScheduledIo` keeps a list of
+//! waiters per direction for the same reason: 50 tasks awaiting `accept`
+//! on one shared listener must all be woken as connections arrive).
+//!
+//! Two kinds of waiter share a list:
+//!
+//! - A `poll_*` call (`poll_read`, `poll_accept`, …) is *unkeyed*: as in
+//!   tokio, only the waker of the most recent such call is kept. It has no
+//!   future of its own to name it, so key 0 stands for "the poll caller".
+//! - A future made by an `async fn` (`accept`, `readable`, `recv`, …) wraps
+//!   its polls in [`WaitFn`], which gives it a key of its own. Its entry is
+//!   replaced when it polls again and removed when it is dropped, so a
+//!   cancelled wait (a lost `select!` branch, a timeout) leaves nothing
+//!   behind.
+//!
+//! The first waiter lives inline in [`DirWaiters::first`]; only a second
+//! concurrent waiter touches the `Vec`, whose capacity is then kept for the
+//! next round. The usual single waiter never allocates.
+
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+
+use super::io::ScheduledIo;
+
+/// The key of unkeyed (`poll_*`) waiters.
+pub(crate) const UNKEYED: u64 = 0;
+
+/// The waiters of one direction of one source.
+#[derive(Default)]
+pub(crate) struct DirWaiters {
+    /// The first waiter, inline: the common single-waiter case.
+    first: Option<(u64, Waker)>,
+    /// Further concurrent waiters (shared listeners, shared `AsyncFd`s).
+    rest: Vec<(u64, Waker)>,
+}
+
+impl DirWaiters {
+    /// Stores `waker` for `key`, replacing that key's earlier waker.
+    pub(crate) fn register(&mut self, key: u64, waker: &Waker) {
+        let entry = match &mut self.first {
+            None => {
+                self.first = Some((key, waker.clone()));
+                return;
+            }
+            Some((k, w)) if *k == key => Some(w),
+            Some(_) => self
+                .rest
+                .iter_mut()
+                .find(|(k, _)| *k == key)
+                .map(|(_, w)| w),
+        };
+        match entry {
+            Some(w) if w.will_wake(waker) => {}
+            Some(w) => *w = waker.clone(),
+            None => self.rest.push((key, waker.clone())),
+        }
+    }
+
+    /// Forgets `key`'s waker, if it is stored.
+    pub(crate) fn remove(&mut self, key: u64) {
+        if matches!(&self.first, Some((k, _)) if *k == key) {
+            self.first = self.rest.pop();
+        } else if let Some(i) = self.rest.iter().position(|(k, _)| *k == key) {
+            self.rest.swap_remove(i);
+        }
+    }
+
+    /// Moves every stored waker into `out`.
+    pub(crate) fn take_all(&mut self, out: &mut Vec<Waker>) {
+        out.extend(self.first.take().map(|(_, w)| w));
+        out.extend(self.rest.drain(..).map(|(_, w)| w));
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
+}
+
+thread_local! {
+    /// The key of the [`WaitFn`] being polled on this thread (`UNKEYED`
+    /// outside one), read by `ScheduledIo::poll_ready`.
+    static KEY: Cell<u64> = const { Cell::new(UNKEYED) };
+    /// The source that poll stored a keyed waker with, handed back to the
+    /// `WaitFn` so that its drop can remove the entry.
+    static STORED: RefCell<Option<Arc<ScheduledIo>>> = const { RefCell::new(None) };
+}
+
+/// The key under which a waker polled on this thread now should be stored.
+pub(crate) fn current_key() -> u64 {
+    KEY.with(Cell::get)
+}
+
+/// Tells the polling [`WaitFn`] (if any) that its waker is stored in `io`.
+pub(crate) fn stored_in(io: &Arc<ScheduledIo>) {
+    if current_key() != UNKEYED {
+        STORED.with(|s| {
+            let mut s = s.borrow_mut();
+            if !matches!(&*s, Some(prev) if Arc::ptr_eq(prev, io)) {
+                *s = Some(io.clone());
+            }
+        });
+    }
+}
+
+/// `std::future::poll_fn` for the `async fn`s that wait on a source: their
+/// wakers are kept beside those of other tasks waiting on the same source,
+/// and removed when the future is dropped (see the module docs).
+pub(crate) fn wait_fn<T, F: FnMut(&mut Context<'_>) -> Poll<T>>(f: F) -> WaitFn<F> {
+    WaitFn {
+        f,
+        key: UNKEYED,
+        stored: None,
+    }
+}
+
+pub(crate) struct WaitFn<F> {
+    f: F,
+    /// Assigned on the first poll; unique for the process's life.
+    key: u64,
+    /// The source holding this future's waker, to remove it from on drop.
+    stored: Option<Arc<ScheduledIo>>,
+}
+
+// `f` is only ever called through `&mut`, never pinned.
+impl<F> Unpin for WaitFn<F> {}
+
+/// Restores the enclosing `WaitFn`'s key (a nested or panicking poll).
+struct Restore(u64, Option<Arc<ScheduledIo>>);
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        KEY.with(|k| k.set(self.0));
+        STORED.with(|s| *s.borrow_mut() = self.1.take());
+    }
+}
+
+impl<T, F: FnMut(&mut Context<'_>) -> Poll<T>> Future for WaitFn<F> {
+    type Output = T;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let this = self.get_mut();
+        if this.key == UNKEYED {
+            // Relaxed: only uniqueness matters.
+            this.key = NEXT.fetch_add(1, Relaxed);
+        }
+        let outer = KEY.with(|k| k.replace(this.key));
+        let outer_stored = STORED.with(|s| s.borrow_mut().take());
+        let restore = Restore(outer, outer_stored);
+        let r = (this.f)(cx);
+        if let Some(io) = STORED.with(|s| s.borrow_mut().take()) {
+            match &this.stored {
+                Some(prev) if Arc::ptr_eq(prev, &io) => {}
+                prev => {
+                    if let Some(prev) = prev {
+                        prev.remove_waiter(this.key);
+                    }
+                    this.stored = Some(io);
+                }
+            }
+        }
+        drop(restore);
+        r
+    }
+}
+
+impl<F> Drop for WaitFn<F> {
+    fn drop(&mut self) {
+        if let Some(io) = self.stored.take() {
+            io.remove_waiter(self.key);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::task::Wake;
+
+    struct Noop;
+    impl Wake for Noop {
+        fn wake(self: Arc<Self>) {}
+    }
+
+    #[test]
+    fn keys_replace_their_own_entry_and_leave_on_remove() {
+        let a = Waker::from(Arc::new(Noop));
+        let b = Waker::from(Arc::new(Noop));
+        let mut w = DirWaiters::default();
+        w.register(1, &a);
+        w.register(2, &b);
+        w.register(1, &b);
+        w.register(UNKEYED, &a);
+        w.register(UNKEYED, &b);
+        let mut out = Vec::new();
+        w.take_all(&mut out);
+        assert_eq!(out.len(), 3, "one entry per key");
+        assert!(w.is_empty());
+        w.register(1, &a);
+        w.register(2, &a);
+        w.remove(1);
+        assert!(!w.is_empty(), "the second waiter moves up");
+        w.remove(2);
+        assert!(w.is_empty());
+    }
+
+    #[test]
+    fn a_dropped_wait_leaves_no_waker_behind() {
+        use super::super::io::{Direction, Kind};
+        let io = Arc::new(ScheduledIo::new(Kind::Listener));
+        let waker = Waker::from(Arc::new(Noop));
+        let mut cx = Context::from_waker(&waker);
+        // A new source starts ready; clear that so the wait stores a waker.
+        let Poll::Ready(Ok(ev)) = io.poll_ready(&mut cx, Direction::Read) else {
+            panic!()
+        };
+        io.clear_readiness(ev);
+        let mut a = wait_fn(|cx| io.poll_ready(cx, Direction::Read));
+        let mut b = wait_fn(|cx| io.poll_ready(cx, Direction::Read));
+        assert!(Pin::new(&mut a).poll(&mut cx).is_pending());
+        assert!(Pin::new(&mut b).poll(&mut cx).is_pending());
+        assert!(Pin::new(&mut a).poll(&mut cx).is_pending(), "re-polled");
+        drop(a);
+        assert!(io.has_waiters(), "b still waits");
+        drop(b);
+        assert!(!io.has_waiters(), "both entries left with their futures");
+        assert_eq!(current_key(), UNKEYED, "the key is restored after a poll");
+    }
+}
