@@ -27,16 +27,22 @@ const MISSED_SLACK: Duration = Duration::from_millis(5);
 impl MissedTickBehavior {
     fn next(self, scheduled: Instant, now: Instant, period: Duration) -> Instant {
         match self {
-            MissedTickBehavior::Burst => scheduled + period,
-            MissedTickBehavior::Delay => now + period,
+            MissedTickBehavior::Burst => after(scheduled, period),
+            MissedTickBehavior::Delay => after(now, period),
             MissedTickBehavior::Skip => {
                 let late = (now - scheduled).as_nanos();
                 let period_ns = period.as_nanos();
                 let into_period = Duration::from_nanos((late % period_ns) as u64);
-                now + period - into_period
+                after(now, period - into_period)
             }
         }
     }
+}
+
+/// `at + period`, or "never" ([`far_future`]) where that overflows: an
+/// interval of `Duration::MAX` ticks once (tokio saturates the same way).
+fn after(at: Instant, period: Duration) -> Instant {
+    at.checked_add(period).unwrap_or_else(far_future)
 }
 
 /// Ticks every `period`, the first tick at once.
@@ -79,19 +85,19 @@ impl Interval {
         ready!(self.delay.poll_deadline(cx, true));
         let scheduled = self.delay.deadline();
         let now = self.delay.now();
-        let next = if now > scheduled + MISSED_SLACK {
+        let next = if now > after(scheduled, MISSED_SLACK) {
             self.missed.next(scheduled, now, self.period)
         } else {
-            scheduled + self.period
+            after(scheduled, self.period)
         };
-        let next = if next < scheduled { far_future() } else { next };
         self.delay.reset_unpinned(next);
         Poll::Ready(scheduled)
     }
 
     /// Restarts the schedule: the next tick is one period from now.
     pub fn reset(&mut self) {
-        self.delay.reset_unpinned(Instant::now() + self.period);
+        self.delay
+            .reset_unpinned(after(Instant::now(), self.period));
     }
 
     /// Restarts the schedule with a tick at once.
@@ -102,7 +108,7 @@ impl Interval {
     /// Restarts the schedule: the next tick is `after` from now.
     pub fn reset_after(&mut self, after: Duration) {
         self.delay
-            .reset_unpinned(Instant::now().checked_add(after).unwrap_or_else(far_future));
+            .reset_unpinned(self::after(Instant::now(), after));
     }
 
     /// Restarts the schedule: the next tick is at `deadline`.

@@ -190,6 +190,7 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
     Sleep {
         deadline,
         entry: None,
+        polled: false,
     }
 }
 
@@ -203,6 +204,10 @@ pub(crate) fn far_future() -> Instant {
 pub struct Sleep {
     deadline: Instant,
     entry: Option<Entry>,
+    /// Whether the sleep was polled (or reset) yet: as in tokio, a sleep
+    /// reports itself elapsed only once it has been, so a fresh
+    /// `sleep(Duration::ZERO)` is not elapsed before its first poll.
+    polled: bool,
 }
 
 /// A registered timer: the timers of the P it lives on, and its key there.
@@ -217,9 +222,11 @@ impl Sleep {
         self.deadline
     }
 
-    /// Whether the deadline has passed.
+    /// Whether the sleep has elapsed: it has been polled (or reset) and its
+    /// deadline has passed. As in tokio, a sleep that was never polled is
+    /// not elapsed, even `sleep(Duration::ZERO)`.
     pub fn is_elapsed(&self) -> bool {
-        self.now() >= self.deadline
+        self.polled && self.now() >= self.deadline
     }
 
     /// The now of the runtime this sleep is registered with (of the
@@ -242,6 +249,8 @@ impl Sleep {
     /// has passed is cancelled (the next poll completes).
     pub(crate) fn reset_unpinned(&mut self, deadline: Instant) {
         self.deadline = deadline;
+        // tokio registers a sleep when it is reset.
+        self.polled = true;
         let Some(e) = &self.entry else { return };
         let d = deadline.into_std();
         if d <= e.timers.clock().now() || !e.timers.reset(e.key, d) {
@@ -261,6 +270,7 @@ impl Sleep {
         if use_budget {
             ready!(coop::poll_proceed(cx));
         }
+        self.polled = true;
         let now = self.now();
         if now >= self.deadline {
             self.cancel();
