@@ -18,11 +18,13 @@
 //! runtime feature: no tokio reactor, timer or scheduler is compiled in.
 //! The extension traits ([`AsyncReadExt`], [`AsyncWriteExt`],
 //! [`AsyncBufReadExt`]), the buffers ([`BufReader`], [`BufWriter`],
-//! [`BufStream`]), [`copy`], [`copy_bidirectional`], [`split`], [`duplex`],
-//! [`empty`], [`sink`] and the rest are tokio's own code, re-exported
-//! rather than rewritten: they are plain futures over the two traits, well
-//! tested, and a library that names `tokio::io::BufWriter<S>` in its API
-//! gets the same type.
+//! [`BufStream`]), [`copy`], [`copy_bidirectional`], [`split`], [`duplex`]
+//! and the rest are tokio's own code, re-exported rather than rewritten:
+//! they are plain futures over the two traits, well tested, and a library
+//! that names `tokio::io::BufWriter<S>` in its API gets the same type. The
+//! exceptions are [`empty`], [`repeat`] and [`sink`], always ready, which
+//! are numa_rt's so that they take numa_rt's cooperative budget (tokio's
+//! take tokio's, unlimited here, so a loop over them never yielded).
 //!
 //! Reads go straight into the caller's `ReadBuf` (`read(2)` on the socket
 //! into its unfilled part, no zeroing and no copy), so `read_buf` into a
@@ -65,12 +67,15 @@ pub use numa_rt_reactor::net::{
     AsyncFd, AsyncFdReadyGuard, AsyncFdReadyMutGuard, Interest, Ready, TryIoError,
 };
 pub use tokio::io::{
-    copy, copy_bidirectional, copy_bidirectional_with_sizes, copy_buf, duplex, empty, join, repeat,
-    simplex, sink, split, AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncSeek,
-    AsyncSeekExt, AsyncWrite, AsyncWriteExt, BufReader, BufStream, BufWriter, Chain, DuplexStream,
-    Empty, Error, ErrorKind, Join, Lines, ReadBuf, ReadHalf, Repeat, Result, SeekFrom,
-    SimplexStream, Sink, Split, Take, WriteHalf,
+    copy, copy_bidirectional, copy_bidirectional_with_sizes, copy_buf, duplex, join, simplex,
+    split, AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncSeek, AsyncSeekExt,
+    AsyncWrite, AsyncWriteExt, BufReader, BufStream, BufWriter, Chain, DuplexStream, Error,
+    ErrorKind, Join, Lines, ReadBuf, ReadHalf, Result, SeekFrom, SimplexStream, Split, Take,
+    WriteHalf,
 };
+
+mod budgeted;
+pub use budgeted::{empty, repeat, sink, Empty, Repeat, Sink};
 
 /// tokio's path for [`AsyncFd`] and its guards (`tokio::io::unix`).
 pub mod unix {
