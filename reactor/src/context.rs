@@ -51,6 +51,21 @@ pub(crate) fn is_current_shared(shared: &std::sync::Arc<crate::driver::Shared>) 
     CURRENT_REACTOR.with(|c| c.borrow().as_ref().is_some_and(|r| r.shares(shared)))
 }
 
+/// The current reactor's shared state, weakly: the runtime a new socket
+/// belongs to, for telling "its runtime is gone" apart at first use.
+pub(crate) fn current_home() -> Option<std::sync::Weak<crate::driver::Shared>> {
+    CURRENT_REACTOR.with(|c| {
+        c.borrow()
+            .as_ref()
+            .map(|r| std::sync::Arc::downgrade(&r.shared))
+    })
+}
+
+/// [`with_current`] that gives `None` outside a runtime instead of panicking.
+pub(crate) fn try_with_current<R>(f: impl FnOnce(&Reactor) -> R) -> Option<R> {
+    CURRENT_REACTOR.with(|c| c.borrow().as_ref().map(f))
+}
+
 /// The current reactor, if any.
 pub fn try_current() -> Option<Reactor> {
     CURRENT_REACTOR.with(|c| c.borrow().clone())

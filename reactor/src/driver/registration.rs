@@ -27,7 +27,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::task::{ready, Context, Poll};
 
 use mio::unix::SourceFd;
@@ -66,8 +66,37 @@ pub(crate) struct Registration {
 
 impl Registration {
     /// Registers `fd` with the current P's poller (round-robin off-worker).
-    fn new(fd: RawFd, interest: Interest, kind: Kind) -> io::Result<Registration> {
-        let (shared, p) = context::with_current(|r| (r.shared.clone(), r.pick_p()));
+    ///
+    /// `home` is the runtime that was current when the socket was made.
+    /// If it has been dropped or shut down since, this fails with the
+    /// shutdown error instead of registering (tokio returns an error for a
+    /// socket polled after its runtime is gone). Outside any runtime, the
+    /// socket registers with its home, round-robin; a socket that never had
+    /// one panics there, as tokio's constructors do outside a runtime.
+    fn new(
+        home: Option<&Weak<Shared>>,
+        fd: RawFd,
+        interest: Interest,
+        kind: Kind,
+    ) -> io::Result<Registration> {
+        let home = match home.map(Weak::upgrade) {
+            Some(None) => return Err(shutdown_error()),
+            Some(Some(h)) if h.is_shutdown() => return Err(shutdown_error()),
+            Some(Some(h)) => Some(h),
+            None => None,
+        };
+        let (shared, p) = match (
+            context::try_with_current(|r| (r.shared.clone(), r.pick_p())),
+            home,
+        ) {
+            (Some(current), _) => current,
+            (None, Some(h)) => {
+                // Relaxed: only spreads load, as `Reactor::pick_p` does.
+                let p = h.next_p.fetch_add(1, Relaxed) % h.ps.len();
+                (h, p)
+            }
+            (None, None) => context::with_current(|r| (r.shared.clone(), r.pick_p())),
+        };
         let ps = &shared.ps[p];
         let io = Arc::new(ScheduledIo::new(kind));
         let token = {
@@ -209,6 +238,10 @@ impl Drop for Registration {
 pub(crate) struct PollEvented<S: AsRawFd> {
     // Declared first so it drops (deregisters) before the socket closes.
     reg: OnceLock<Registration>,
+    /// The runtime current when the socket was made (see
+    /// [`Registration::new`]): weak, so a socket does not keep a dropped
+    /// runtime's drivers alive.
+    home: Option<Weak<Shared>>,
     init: Mutex<()>,
     io: S,
     interest: Interest,
@@ -220,6 +253,7 @@ impl<S: AsRawFd> PollEvented<S> {
     pub(crate) fn new(io: S, interest: Interest, kind: Kind) -> PollEvented<S> {
         PollEvented {
             reg: OnceLock::new(),
+            home: context::current_home(),
             init: Mutex::new(()),
             io,
             interest,
@@ -267,7 +301,12 @@ impl<S: AsRawFd> PollEvented<S> {
         if let Some(r) = self.reg.get() {
             return Ok(r);
         }
-        let r = Registration::new(self.io.as_raw_fd(), self.interest, self.kind)?;
+        let r = Registration::new(
+            self.home.as_ref(),
+            self.io.as_raw_fd(),
+            self.interest,
+            self.kind,
+        )?;
         Ok(self.reg.get_or_init(|| r))
     }
 

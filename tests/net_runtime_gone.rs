@@ -1,0 +1,65 @@
+//! A socket polled after its runtime is dropped returns an error, as on
+//! tokio, instead of panicking ("there is no reactor running"): whether it
+//! was never polled before (numa_rt registers sockets at first use) or was
+//! already registered, and whether it is polled outside any runtime or
+//! inside another one.
+//!
+//! Each operation is polled once (`now_or_never`): an error must come at
+//! once, not a hang. Nothing sleeps.
+
+use std::io;
+
+use futures::FutureExt;
+use numa_rt::io::AsyncReadExt;
+use numa_rt::net::{TcpListener, TcpStream};
+
+fn rt() -> numa_rt::Runtime {
+    numa_rt::Builder::new().max_procs(2).build().unwrap()
+}
+
+fn assert_runtime_gone<T: std::fmt::Debug>(r: Option<io::Result<T>>) {
+    let err = r
+        .expect("an error at once, not Pending")
+        .expect_err("the runtime is gone");
+    assert_eq!(err.kind(), io::ErrorKind::Other, "{err}");
+    assert!(err.to_string().contains("shut down"), "{err}");
+}
+
+#[test]
+fn a_never_polled_listener_errors_after_its_runtime_is_dropped() {
+    let rt = rt();
+    let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+    drop(rt);
+    assert_runtime_gone(listener.accept().now_or_never());
+}
+
+#[test]
+fn a_registered_stream_errors_after_its_runtime_is_dropped() {
+    let rt = rt();
+    let (mut client, _server) = rt.block_on(async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let server = listener.accept().await.unwrap();
+        let mut buf = [0u8; 1];
+        assert!(
+            client.read(&mut buf).now_or_never().is_none(),
+            "nothing sent"
+        );
+        (client, server)
+    });
+    drop(rt);
+    let mut buf = [0u8; 1];
+    assert_runtime_gone(client.read(&mut buf).now_or_never());
+}
+
+#[test]
+fn a_socket_of_a_dropped_runtime_errors_inside_another_runtime() {
+    let rt1 = rt();
+    let listener = rt1.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+    drop(rt1);
+    rt().block_on(async {
+        assert_runtime_gone(listener.accept().now_or_never());
+    });
+}
