@@ -5,7 +5,7 @@
 //! is unlimited, so on numa_rt a loop over `io::empty()` never yielded and
 //! a `timeout` around it never fired. These take a unit of numa_rt's budget
 //! per operation (as tokio's do of tokio's), so such a loop returns
-//! `Pending` every [`BUDGET`](crate::coop::BUDGET) operations and the
+//! `Pending` every `numa_rt_reactor::coop::BUDGET` operations and the
 //! runtime, and a `timeout` around it, get their turn.
 
 use std::fmt;
