@@ -1,7 +1,8 @@
 //! tokio's `runtime` module paths: [`Builder`] (with tokio's
 //! `new_multi_thread`, `new_current_thread`, `worker_threads`,
 //! `enable_all`), [`Runtime`], [`Handle`], [`EnterGuard`],
-//! [`TryCurrentError`], and the metrics as [`RuntimeMetrics`].
+//! [`TryCurrentError`], the runtime's [`Id`] (`Handle::id`), and the
+//! metrics as [`RuntimeMetrics`].
 //!
 //! ```
 //! let rt = numa_rt::runtime::Builder::new_multi_thread()
@@ -17,5 +18,6 @@
 //! ```
 
 pub use numa_rt_executor::{
-    Builder, EnterGuard, Handle, Runtime, RuntimeFlavor, RuntimeMetrics, TryCurrentError,
+    Builder, EnterGuard, Handle, Runtime, RuntimeFlavor, RuntimeId as Id, RuntimeMetrics,
+    TryCurrentError,
 };

@@ -35,6 +35,7 @@ pub struct Builder {
     event_interval: u32,
     on_thread_start: Option<Callback>,
     on_thread_stop: Option<Callback>,
+    name: Option<String>,
     topology: Option<Topology>,
     pin_cores: bool,
     poll_histogram: Option<HistogramConfig>,
@@ -76,6 +77,7 @@ impl Builder {
             event_interval: 61,
             on_thread_start: None,
             on_thread_stop: None,
+            name: None,
             topology: None,
             pin_cores: false,
             poll_histogram: None,
@@ -172,6 +174,28 @@ impl Builder {
     #[doc(hidden)]
     pub fn max_procs_source(&mut self, f: impl Fn() -> usize + Send + Sync + 'static) -> &mut Self {
         self.procs_source = Some(Arc::new(f));
+        self
+    }
+
+    /// Sets the runtime's name, which [`Handle::name`](crate::Handle::name)
+    /// returns (tokio's `Builder::name`). It does not name threads: see
+    /// [`Builder::thread_name`].
+    ///
+    /// # Panics
+    /// When `name` is empty or only white space, as tokio's does.
+    ///
+    /// ```
+    /// let rt = numa_rt_executor::Builder::new_current_thread()
+    ///     .name("my-runtime")
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(rt.handle().name(), Some("my-runtime"));
+    /// ```
+    #[track_caller]
+    pub fn name(&mut self, name: impl Into<String>) -> &mut Self {
+        let name = name.into();
+        assert!(!name.trim().is_empty(), "runtime name shouldn't be empty");
+        self.name = Some(name);
         self
     }
 
@@ -537,6 +561,8 @@ impl Builder {
             event_interval: crate::config::Every::new(self.event_interval),
             on_thread_start: self.on_thread_start.clone(),
             on_thread_stop: self.on_thread_stop.clone(),
+            id: crate::runtime::Id::next(),
+            name: self.name.clone(),
             pin_cores: self.pin_cores,
             poll_histogram: self.poll_histogram,
             stall_threshold,
@@ -605,7 +631,8 @@ impl fmt::Debug for Builder {
             .field("event_interval", &self.event_interval)
             .field("topology", &self.topology)
             .field("pin_cores", &self.pin_cores)
-            .field("placement", &self.placement);
+            .field("placement", &self.placement)
+            .field("name", &self.name);
         #[cfg(feature = "tokio-compat")]
         d.field("tokio_compat", &self.tokio_compat);
         #[cfg(feature = "tokio-compat")]

@@ -45,6 +45,10 @@ pub(crate) struct Config {
     pub(crate) flavor: crate::RuntimeFlavor,
     /// The placement rules (`Builder::placement`, `NUMA_RT_PLACEMENT`).
     pub(crate) placement: crate::scheduler::placement::Placement,
+    /// What `Handle::id` returns: unique among live runtimes.
+    pub(crate) id: crate::runtime::Id,
+    /// What `Handle::name` returns (`Builder::name`).
+    pub(crate) name: Option<String>,
     /// Start the side tokio runtime (`crate::tokio_compat`).
     #[cfg(feature = "tokio-compat")]
     pub(crate) tokio_compat: bool,

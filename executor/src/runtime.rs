@@ -8,8 +8,9 @@ use crate::task::JoinHandle;
 use numa_rt_numa::Topology;
 use std::fmt;
 use std::future::Future;
+use std::num::NonZeroU64;
 use std::pin::pin;
-use std::sync::atomic::{AtomicBool, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
@@ -29,6 +30,39 @@ pub struct Runtime {
 #[derive(Clone)]
 pub struct Handle {
     pub(crate) shared: Arc<Shared>,
+}
+
+/// An opaque id that tells a runtime from every other live runtime
+/// ([`Handle::id`], tokio's `runtime::Id`). Ids are not sequential and say
+/// nothing of the order runtimes started in; a dropped runtime's id may be
+/// given to a later one (numa_rt gives each its own, from a process-wide
+/// counter, but promises only what tokio does). Its `Display` prints a
+/// number.
+///
+/// ```
+/// let a = numa_rt_executor::Runtime::new().unwrap();
+/// let b = numa_rt_executor::Runtime::new().unwrap();
+/// assert_ne!(a.handle().id(), b.handle().id());
+/// assert_eq!(a.handle().id(), a.handle().clone().id());
+/// println!("runtime {}", a.handle().id());
+/// ```
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub struct Id(NonZeroU64);
+
+impl Id {
+    /// A fresh id, one for each runtime `Builder::build` makes.
+    pub(crate) fn next() -> Id {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        // Relaxed: only uniqueness matters, which the RMW gives.
+        let n = NEXT.fetch_add(1, Relaxed);
+        Id(NonZeroU64::new(n).expect("2^64 runtimes built"))
+    }
+}
+
+impl fmt::Display for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
 }
 
 /// Returned by [`Handle::try_current`] outside a runtime.
@@ -332,6 +366,18 @@ impl Handle {
         self.shared.config.flavor
     }
 
+    /// This runtime's [`Id`]: equal for every handle of one runtime,
+    /// different from every other live runtime's (tokio's `Handle::id`).
+    pub fn id(&self) -> Id {
+        self.shared.config.id
+    }
+
+    /// The name given with [`Builder::name`](crate::Builder::name), if any
+    /// (tokio's `Handle::name`).
+    pub fn name(&self) -> Option<&str> {
+        self.shared.config.name.as_deref()
+    }
+
     /// The runtime's metrics.
     pub fn metrics(&self) -> RuntimeMetrics {
         RuntimeMetrics {
@@ -463,6 +509,7 @@ impl Handle {
 impl fmt::Debug for Handle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Handle")
+            .field("id", &self.id())
             .field("procs", &self.shared.nprocs())
             .finish_non_exhaustive()
     }
