@@ -35,6 +35,8 @@ pub struct Builder {
     event_interval: u32,
     on_thread_start: Option<Callback>,
     on_thread_stop: Option<Callback>,
+    on_thread_park: Option<Callback>,
+    on_thread_unpark: Option<Callback>,
     name: Option<String>,
     topology: Option<Topology>,
     pin_cores: bool,
@@ -77,6 +79,8 @@ impl Builder {
             event_interval: 61,
             on_thread_start: None,
             on_thread_stop: None,
+            on_thread_park: None,
+            on_thread_unpark: None,
             name: None,
             topology: None,
             pin_cores: false,
@@ -264,6 +268,46 @@ impl Builder {
     /// as usual. Not run on a thread that unwinds.
     pub fn on_thread_stop(&mut self, f: impl Fn() + Send + Sync + 'static) -> &mut Self {
         self.on_thread_stop = Some(Arc::new(f));
+        self
+    }
+
+    /// Runs `f` on a worker thread just before it parks (goes idle): each
+    /// time an M finds no task for its P (numa_rt's workers are its P's
+    /// and the M's that run them). `f` runs inside the runtime, so it may
+    /// [`spawn`](crate::spawn); the M then finds that task and does not
+    /// sleep. As in tokio, a later call replaces `f`, and each call of `f`
+    /// is followed by one of [`Builder::on_thread_unpark`]'s hook.
+    ///
+    /// If `f` panics, the panic is reported on stderr (a `numa_rt: the
+    /// on_thread_park hook panicked …` line) and the thread parks as usual.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    /// use std::sync::Arc;
+    /// let parks = Arc::new(AtomicUsize::new(0));
+    /// let seen = parks.clone();
+    /// let rt = numa_rt_executor::Builder::new_multi_thread()
+    ///     .worker_threads(2)
+    ///     .on_thread_park(move || {
+    ///         seen.fetch_add(1, Relaxed);
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// rt.block_on(async { numa_rt_executor::spawn(async {}).await.unwrap() });
+    /// println!("{} parks so far", parks.load(Relaxed));
+    /// ```
+    pub fn on_thread_park(&mut self, f: impl Fn() + Send + Sync + 'static) -> &mut Self {
+        self.on_thread_park = Some(Arc::new(f));
+        self
+    }
+
+    /// Runs `f` on a worker thread just after it unparks (starts running
+    /// tasks again), once after each call of the
+    /// [`on_thread_park`](Builder::on_thread_park) hook, inside the
+    /// runtime. A later call replaces `f`. If `f` panics, the panic is
+    /// reported on stderr and the thread runs tasks as usual.
+    pub fn on_thread_unpark(&mut self, f: impl Fn() + Send + Sync + 'static) -> &mut Self {
+        self.on_thread_unpark = Some(Arc::new(f));
         self
     }
 
@@ -561,6 +605,8 @@ impl Builder {
             event_interval: crate::config::Every::new(self.event_interval),
             on_thread_start: self.on_thread_start.clone(),
             on_thread_stop: self.on_thread_stop.clone(),
+            on_thread_park: self.on_thread_park.clone(),
+            on_thread_unpark: self.on_thread_unpark.clone(),
             id: crate::runtime::Id::next(),
             name: self.name.clone(),
             pin_cores: self.pin_cores,

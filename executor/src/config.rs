@@ -9,7 +9,8 @@ use std::time::Duration;
 /// Gives the number of P's the process may use now (see `procs_source`).
 pub(crate) type ProcsSource = Arc<dyn Fn() -> usize + Send + Sync>;
 
-/// A function run on each runtime thread (`on_thread_start`, `on_thread_stop`).
+/// A function run on each runtime thread (`on_thread_start`, `on_thread_stop`,
+/// `on_thread_park`, `on_thread_unpark`).
 pub(crate) type Callback = Arc<dyn Fn() + Send + Sync>;
 
 /// The settings the scheduler reads while it runs.
@@ -23,6 +24,10 @@ pub(crate) struct Config {
     pub(crate) event_interval: Every,
     pub(crate) on_thread_start: Option<Callback>,
     pub(crate) on_thread_stop: Option<Callback>,
+    /// Run by an M as it goes to park, and as it comes back
+    /// (`Config::before_park`, `Config::after_unpark`).
+    pub(crate) on_thread_park: Option<Callback>,
+    pub(crate) on_thread_unpark: Option<Callback>,
     pub(crate) pin_cores: bool,
     /// The poll-time histogram's shape; `None`: off (no per-poll clock reads).
     pub(crate) poll_histogram: Option<crate::HistogramConfig>,
@@ -64,6 +69,35 @@ impl Config {
     /// A name for a new runtime thread, from the user's `thread_name_fn`.
     pub(crate) fn name_thread(&self) -> String {
         name_thread(&self.thread_name)
+    }
+
+    /// Runs `on_thread_park`: called by an M in `Worker::park` while it still
+    /// holds its P, before the release and the re-check, as tokio calls it
+    /// before its own check, so that work the hook spawns is found there
+    /// and the M does not sleep on it. A panic is reported on stderr and
+    /// the M parks as usual: it holds a P, and must not die.
+    pub(crate) fn before_park(&self) {
+        if let Some(f) = &self.on_thread_park {
+            numa_rt_reactor::fault::contain(
+                "the on_thread_park hook",
+                "the thread parks as usual",
+                || f(),
+            );
+        }
+    }
+
+    /// Runs `on_thread_unpark`: called by an M at the end of
+    /// `Worker::park`, with its P held again, once per `before_park` (also
+    /// when the re-check found work and the M did not sleep, as in tokio).
+    /// A panic is reported on stderr and the M runs tasks as usual.
+    pub(crate) fn after_unpark(&self) {
+        if let Some(f) = &self.on_thread_unpark {
+            numa_rt_reactor::fault::contain(
+                "the on_thread_unpark hook",
+                "the thread runs tasks as usual",
+                || f(),
+            );
+        }
     }
 }
 
