@@ -98,6 +98,11 @@ pub(crate) struct ProcCounters {
     pub(crate) local_steals: Counter,
     pub(crate) remote_steals: Counter,
     pub(crate) parks: Counter,
+    /// Returns from those parks (the M blocked in its driver and woke):
+    /// `parks + park_wakes` is tokio's `worker_park_unpark_count`, odd
+    /// while the M is parked. Incremented by `Worker::park` right after the
+    /// driver poll that `parks` counted.
+    pub(crate) park_wakes: Counter,
     pub(crate) spurious_wakeups: Counter,
     /// Wakes from a task's poll of a task already in the waker's batch.
     pub(crate) batch_wakes: Counter,

@@ -263,9 +263,47 @@ impl RuntimeMetrics {
     }
 
     /// tokio's name for [`RuntimeMetrics::num_procs`]: a P is what tokio
-    /// calls a worker.
+    /// calls a worker, and the `worker` index of tokio's `worker_*`
+    /// metrics below is a P's index.
     pub fn num_workers(&self) -> usize {
         self.num_procs()
+    }
+
+    /// tokio's `worker_park_count`: the times worker `worker` (P
+    /// `worker`; numa_rt's workers are its P's) parked, its M blocking in
+    /// the P's driver with nothing to run. [`ProcMetrics::parks`] without
+    /// the rest of the snapshot. Monotonic.
+    ///
+    /// # Panics
+    /// When `worker >= num_workers()`, as tokio's does.
+    pub fn worker_park_count(&self, worker: usize) -> u64 {
+        self.shared.procs[worker].metrics.parks.get()
+    }
+
+    /// tokio's `worker_park_unpark_count`: the parks of worker (P)
+    /// `worker` plus its returns from them. Odd while the worker's M is
+    /// parked, even while it runs. Monotonic.
+    ///
+    /// # Panics
+    /// When `worker >= num_workers()`.
+    pub fn worker_park_unpark_count(&self, worker: usize) -> u64 {
+        let m = &self.shared.procs[worker].metrics;
+        // Both only grow, so neither does the sum. The wakes first: a park
+        // counted between the two reads makes the sum odd (parked) for a
+        // moment, never a wake counted without its park.
+        let wakes = m.park_wakes.get();
+        m.parks.get() + wakes
+    }
+
+    /// tokio's `worker_total_busy_duration`: the time worker (P) `worker`
+    /// spent running tasks and dispatching between them, as
+    /// [`ProcMetrics::busy_duration`] (flushed when the P parks and every
+    /// `event_interval` ticks). Monotonic.
+    ///
+    /// # Panics
+    /// When `worker >= num_workers()`.
+    pub fn worker_total_busy_duration(&self, worker: usize) -> Duration {
+        Duration::from_nanos(self.shared.procs[worker].metrics.busy_ns.get())
     }
 
     /// Processors allowed to take work now: all of them, unless `max_procs`
