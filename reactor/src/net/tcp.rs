@@ -91,6 +91,15 @@ impl TcpListener {
     }
 }
 
+impl TryFrom<std::net::TcpListener> for TcpListener {
+    type Error = io::Error;
+
+    /// tokio's conversion: [`TcpListener::from_std`].
+    fn try_from(std: std::net::TcpListener) -> io::Result<TcpListener> {
+        TcpListener::from_std(std)
+    }
+}
+
 impl AsRawFd for TcpListener {
     fn as_raw_fd(&self) -> RawFd {
         self.io.get_ref().as_raw_fd()
@@ -259,3 +268,12 @@ pub type ReadHalf<'a> = super::ReadHalf<'a, TcpStream>;
 pub type WriteHalf<'a> = super::WriteHalf<'a, TcpStream>;
 /// Returned by `reunite` when the halves belong to different streams.
 pub type ReuniteError = super::ReuniteError<TcpStream>;
+
+impl TryFrom<std::net::TcpStream> for TcpStream {
+    type Error = io::Error;
+
+    /// tokio's conversion: [`TcpStream::from_std`].
+    fn try_from(std: std::net::TcpStream) -> io::Result<TcpStream> {
+        TcpStream::from_std(std)
+    }
+}

@@ -182,6 +182,15 @@ impl UdpSocket {
 
 readiness_impls!(UdpSocket);
 
+impl TryFrom<std::net::UdpSocket> for UdpSocket {
+    type Error = io::Error;
+
+    /// tokio's conversion: [`UdpSocket::from_std`].
+    fn try_from(std: std::net::UdpSocket) -> io::Result<UdpSocket> {
+        UdpSocket::from_std(std)
+    }
+}
+
 impl AsRawFd for UdpSocket {
     fn as_raw_fd(&self) -> RawFd {
         self.io.get_ref().as_raw_fd()

@@ -66,6 +66,15 @@ impl UnixListener {
     }
 }
 
+impl TryFrom<std::os::unix::net::UnixListener> for UnixListener {
+    type Error = io::Error;
+
+    /// tokio's conversion: [`UnixListener::from_std`].
+    fn try_from(std: std::os::unix::net::UnixListener) -> io::Result<UnixListener> {
+        UnixListener::from_std(std)
+    }
+}
+
 impl AsRawFd for UnixListener {
     fn as_raw_fd(&self) -> RawFd {
         self.io.get_ref().as_raw_fd()
@@ -174,3 +183,12 @@ pub type ReadHalf<'a> = super::ReadHalf<'a, UnixStream>;
 pub type WriteHalf<'a> = super::WriteHalf<'a, UnixStream>;
 /// Returned by `reunite` when the halves belong to different streams.
 pub type ReuniteError = super::ReuniteError<UnixStream>;
+
+impl TryFrom<std::os::unix::net::UnixStream> for UnixStream {
+    type Error = io::Error;
+
+    /// tokio's conversion: [`UnixStream::from_std`].
+    fn try_from(std: std::os::unix::net::UnixStream) -> io::Result<UnixStream> {
+        UnixStream::from_std(std)
+    }
+}

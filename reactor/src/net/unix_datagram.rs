@@ -128,3 +128,12 @@ impl AsFd for UnixDatagram {
         self.io.get_ref().as_fd()
     }
 }
+
+impl TryFrom<std::os::unix::net::UnixDatagram> for UnixDatagram {
+    type Error = io::Error;
+
+    /// tokio's conversion: [`UnixDatagram::from_std`].
+    fn try_from(std: std::os::unix::net::UnixDatagram) -> io::Result<UnixDatagram> {
+        UnixDatagram::from_std(std)
+    }
+}
