@@ -169,3 +169,49 @@ fn v6_sockets_bind_to_the_v6_loopback() {
         }
     });
 }
+
+#[test]
+fn tokio_tos_tclass_and_zero_linger_options_read_back() {
+    let s = TcpSocket::new_v4().unwrap();
+    s.set_zero_linger().unwrap();
+    assert_eq!(s.linger().unwrap(), Some(Duration::ZERO));
+    // 0x10: "low delay", a value Linux keeps as set.
+    s.set_tos_v4(0x10).unwrap();
+    assert_eq!(s.tos_v4().unwrap(), 0x10);
+    #[allow(deprecated)]
+    {
+        s.set_tos(0x08).unwrap();
+        assert_eq!(s.tos().unwrap(), 0x08);
+    }
+    // An IPv6 socket can be made (and configured) without IPv6 addresses;
+    // a kernel built without IPv6 refuses the socket, so skip there.
+    match TcpSocket::new_v6() {
+        Ok(s6) => {
+            s6.set_tclass_v6(0x20).unwrap();
+            assert_eq!(s6.tclass_v6().unwrap(), 0x20);
+        }
+        Err(e) => eprintln!("no IPv6 socket ({e}); tclass_v6 not checked"),
+    }
+}
+
+#[test]
+fn a_stream_dropped_after_set_zero_linger_resets_its_peer() {
+    rt().block_on(async {
+        timeout(GUARD, async {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let mut client = numa_rt::net::TcpStream::connect(listener.local_addr().unwrap())
+                .await
+                .unwrap();
+            let (server, _) = listener.accept().await.unwrap();
+            server.set_zero_linger().unwrap();
+            assert_eq!(server.linger().unwrap(), Some(Duration::ZERO));
+            drop(server);
+            // An RST, not a FIN: the peer's read fails instead of reading 0.
+            let mut buf = [0; 1];
+            let err = client.read(&mut buf).await.unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::ConnectionReset, "{err}");
+        })
+        .await
+        .unwrap();
+    });
+}

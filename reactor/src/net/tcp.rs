@@ -218,6 +218,14 @@ impl TcpStream {
         socket2::SockRef::from(self.io.get_ref()).linger()
     }
 
+    /// Sets a linger time of zero (`SO_LINGER`): dropping the stream then
+    /// resets the connection (an RST, not a FIN) and drops unsent data,
+    /// and the socket does not enter `TIME_WAIT` (tokio's
+    /// `set_zero_linger`).
+    pub fn set_zero_linger(&self) -> io::Result<()> {
+        self.set_linger(Some(std::time::Duration::ZERO))
+    }
+
     /// Shuts down the read, write or both directions at once (std's
     /// `shutdown`). Named apart so that tokio code's
     /// `stream.shutdown().await` (`AsyncWriteExt::shutdown`, the write

@@ -143,6 +143,48 @@ impl TcpSocket {
         self.inner.linger()
     }
 
+    /// Sets a linger time of zero (`SO_LINGER`): closing the socket then
+    /// resets the connection (an RST, not a FIN) and drops unsent data,
+    /// and the socket does not enter `TIME_WAIT` (tokio's
+    /// `set_zero_linger`).
+    pub fn set_zero_linger(&self) -> io::Result<()> {
+        self.inner.set_linger(Some(Duration::ZERO))
+    }
+
+    /// Gets `IP_TOS`, the type-of-service field of the IPv4 packets this
+    /// socket sends (tokio's `tos_v4`).
+    pub fn tos_v4(&self) -> io::Result<u32> {
+        self.inner.tos_v4()
+    }
+
+    /// Sets `IP_TOS` (tokio's `set_tos_v4`).
+    pub fn set_tos_v4(&self, tos: u32) -> io::Result<()> {
+        self.inner.set_tos_v4(tos)
+    }
+
+    /// tokio's older name for [`TcpSocket::tos_v4`].
+    #[deprecated(note = "use `tos_v4()`")]
+    pub fn tos(&self) -> io::Result<u32> {
+        self.tos_v4()
+    }
+
+    /// tokio's older name for [`TcpSocket::set_tos_v4`].
+    #[deprecated(note = "use `set_tos_v4()`")]
+    pub fn set_tos(&self, tos: u32) -> io::Result<()> {
+        self.set_tos_v4(tos)
+    }
+
+    /// Gets `IPV6_TCLASS`, the traffic class of the IPv6 packets this
+    /// socket sends (tokio's `tclass_v6`).
+    pub fn tclass_v6(&self) -> io::Result<u32> {
+        self.inner.tclass_v6()
+    }
+
+    /// Sets `IPV6_TCLASS` (tokio's `set_tclass_v6`).
+    pub fn set_tclass_v6(&self, tclass: u32) -> io::Result<()> {
+        self.inner.set_tclass_v6(tclass)
+    }
+
     /// Binds to `addr` (port 0 picks a free port).
     pub fn bind(&self, addr: SocketAddr) -> io::Result<()> {
         self.inner
