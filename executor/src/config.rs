@@ -76,7 +76,6 @@ impl Config {
     /// before its own check, so that work the hook spawns is found there
     /// and the M does not sleep on it. A panic is reported on stderr and
     /// the M parks as usual: it holds a P, and must not die.
-    #[expect(dead_code, reason = "Worker::park does not call it yet")]
     pub(crate) fn before_park(&self) {
         if let Some(f) = &self.on_thread_park {
             numa_rt_reactor::fault::contain(
@@ -91,7 +90,6 @@ impl Config {
     /// `Worker::park`, with its P held again, once per `before_park` (also
     /// when the re-check found work and the M did not sleep, as in tokio).
     /// A panic is reported on stderr and the M runs tasks as usual.
-    #[expect(dead_code, reason = "Worker::park does not call it yet")]
     pub(crate) fn after_unpark(&self) {
         if let Some(f) = &self.on_thread_unpark {
             numa_rt_reactor::fault::contain(

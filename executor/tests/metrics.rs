@@ -312,7 +312,6 @@ fn a_worker_index_past_the_last_panics_as_in_tokio() {
 /// counts its return: it needs `Worker::park` to count the wake
 /// (`park_wakes`), which executor/src/scheduler/worker.rs does not yet.
 #[test]
-#[ignore = "needs park_wakes counted in Worker::park"]
 fn park_unpark_count_is_odd_while_parked_and_even_once_back() {
     let rt = rt(1);
     let (tx, rx) = futures::channel::oneshot::channel::<()>();

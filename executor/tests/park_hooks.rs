@@ -13,7 +13,6 @@ use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{mpsc, Arc, Mutex};
 
 #[test]
-#[ignore = "needs the before_park/after_unpark calls in Worker::park"]
 fn a_worker_runs_the_unpark_hook_before_the_task_that_woke_it() {
     let parks = Arc::new(AtomicUsize::new(0));
     let unparks = Arc::new(AtomicUsize::new(0));
@@ -56,7 +55,6 @@ fn a_worker_runs_the_unpark_hook_before_the_task_that_woke_it() {
 }
 
 #[test]
-#[ignore = "needs the before_park/after_unpark calls in Worker::park"]
 fn a_task_spawned_by_the_park_hook_runs() {
     // tokio's example: the hook starts work only when the worker is idle.
     let (tx, rx) = futures::channel::oneshot::channel::<u32>();
@@ -75,7 +73,6 @@ fn a_task_spawned_by_the_park_hook_runs() {
 }
 
 #[test]
-#[ignore = "needs the before_park/after_unpark calls in Worker::park"]
 fn panicking_hooks_are_reported_and_the_worker_carries_on() {
     let (parked_tx, parked_rx) = mpsc::channel::<()>();
     let parked_tx = Mutex::new(parked_tx);

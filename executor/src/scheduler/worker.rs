@@ -752,6 +752,9 @@ impl Worker {
             Err(c) => c,
         };
         let mut core = core;
+        // Builder::on_thread_park, while the P is held and before the
+        // re-check: work a hook makes is found, and the M does not sleep.
+        shared.config.before_park();
         let was_spinning = core.spinning;
         // Unparks sent from here on are this park's (`note_woken`): one
         // sent earlier but taken only now would time this M's whole run.
@@ -774,6 +777,7 @@ impl Worker {
             shared.procs[idx].metrics.parks.incr();
             core.flush_busy(&shared.procs[idx].metrics, false);
             core = self.poll_driver(core, true);
+            shared.procs[idx].metrics.park_wakes.incr();
         }
         // Woken by an unpark (or by I/O after one was sent), or unparked
         // between releasing the P and the re-check that found work: how
@@ -789,6 +793,7 @@ impl Worker {
             super::idle::Reclaim::Plain => {}
         }
         shared.procs[idx].set_running(true);
+        shared.config.after_unpark();
         Some(core)
     }
 
