@@ -274,7 +274,7 @@ impl Builder {
     /// Runs `f` on a worker thread just before it parks (goes idle): each
     /// time an M finds no task for its P (numa_rt's workers are its P's
     /// and the M's that run them). `f` runs inside the runtime, so it may
-    /// [`spawn`](crate::spawn); the M then finds that task and does not
+    /// [`spawn`](crate::spawn()); the M then finds that task and does not
     /// sleep. As in tokio, a later call replaces `f`, and each call of `f`
     /// is followed by one of [`Builder::on_thread_unpark`]'s hook.
     ///
