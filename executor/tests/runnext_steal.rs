@@ -1,6 +1,9 @@
 //! A task left in the runnext slot of a worker that then blocks is stolen
 //! by another P (Go's rule: last steal pass, after a few microseconds) —
-//! the case tokio cannot handle (tokio issue 4941).
+//! the case tokio cannot handle (tokio issue 4941). When the thief is slow
+//! to come (ThreadSanitizer's slowdown once left one iteration to it),
+//! sysmon's retake (10 ms) hands the stuck P, runnext and all, to another M
+//! instead: either way the task runs without the blocker.
 
 mod common;
 use common::{rt, HANG};
@@ -23,6 +26,11 @@ fn a_blocked_workers_runnext_task_still_runs() {
             "runnext task was not stolen from a blocked worker"
         );
     }
-    let stolen: u64 = rt.metrics().procs().iter().map(|p| p.tasks_stolen).sum();
-    assert!(stolen >= 20, "steals recorded: {stolen}");
+    let procs = rt.metrics().procs();
+    let stolen: u64 = procs.iter().map(|p| p.tasks_stolen).sum();
+    let retaken: u64 = procs.iter().map(|p| p.retakes).sum();
+    assert!(
+        stolen + retaken >= 20,
+        "steals recorded: {stolen}, retakes: {retaken}"
+    );
 }
