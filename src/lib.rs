@@ -172,8 +172,8 @@ macro_rules! __tokio_compat {
 /// ```
 pub mod task {
     pub use numa_rt_executor::task::{
-        id, spawn_near, try_id, yield_now, AbortHandle, Id, JoinError, JoinHandle, JoinSet, Near,
-        TaskDump, TaskInfo, TaskState,
+        id, spawn_near, try_id, yield_now, AbortHandle, Id, JoinError, JoinHandle, JoinSet,
+        LocalEnterGuard, LocalSet, Near, TaskDump, TaskInfo, TaskState,
     };
     pub use numa_rt_executor::{block_in_place, spawn, spawn_blocking, spawn_local};
     pub use numa_rt_reactor::coop::{consume_budget, unconstrained, Unconstrained};

@@ -1,10 +1,11 @@
 //! Pinned tasks (`spawn_local`, Go's LockOSThread): `!Send` futures that
 //! always run on the thread that spawned them.
 //!
-//! Each M has a [`LocalQueue`], and so does each running `block_on`. The
-//! queue's schedule function pushes there and wakes the owner: an M parked
-//! in its P's driver gets that driver unparked; a `block_on` thread is
-//! unparked. Pinned tasks are never stolen.
+//! Each M has a [`LocalQueue`], and so does each running `block_on` and
+//! each `LocalSet`. The queue's schedule function pushes there and wakes the
+//! owner: an M parked in its P's driver gets that driver unparked; a
+//! `block_on` thread is unparked; a `LocalSet` wakes the task (or
+//! `block_on`) that drives it. Pinned tasks are never stolen.
 //!
 //! When the owner ends (its M exits at shutdown, or its `block_on`
 //! returns) it drops every queued pinned task on its own thread. A pinned
@@ -18,6 +19,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Mutex};
+use std::task::Waker;
 use std::thread::{Thread, ThreadId};
 
 pub(crate) struct LocalQueue {
@@ -45,6 +47,9 @@ enum OwnerWake {
         thread: Thread,
         notified: std::sync::Arc<AtomicBool>,
     },
+    /// A `LocalSet`: the waker of whoever polled it last (`run_until`, or
+    /// the set awaited as a future).
+    Set { driver: Mutex<Option<Waker>> },
 }
 
 impl LocalQueue {
@@ -79,6 +84,34 @@ impl LocalQueue {
             },
             tasks: Registry::new(1),
         })
+    }
+
+    /// The queue of a `LocalSet` created on the current thread (its owner:
+    /// a `LocalSet` is `!Send`).
+    pub(crate) fn for_set() -> Arc<LocalQueue> {
+        Arc::new(LocalQueue {
+            owner: std::thread::current().id(),
+            queue: Mutex::new(VecDeque::new()),
+            len: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
+            wake: OwnerWake::Set {
+                driver: Mutex::new(None),
+            },
+            tasks: Registry::new(1),
+        })
+    }
+
+    /// A `LocalSet`'s driver: `waker` is woken by the next push. Stored
+    /// before the driver looks at the queue, so a push after that look
+    /// finds it (both go through the `driver` lock).
+    pub(crate) fn set_driver(&self, waker: &Waker) {
+        if let OwnerWake::Set { driver } = &self.wake {
+            let mut d = driver.lock().unwrap_or_else(|e| e.into_inner());
+            match &*d {
+                Some(w) if w.will_wake(waker) => {}
+                _ => *d = Some(waker.clone()),
+            }
+        }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -128,6 +161,14 @@ impl LocalQueue {
             OwnerWake::Thread { thread, notified } => {
                 notified.store(true, Release); // pairs with block_on's swap(Acquire)
                 thread.unpark();
+            }
+            OwnerWake::Set { driver } => {
+                // Cloned out of the lock: the wake may run arbitrary code
+                // (another executor's waker), which may push here again.
+                let w = driver.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                if let Some(w) = w {
+                    w.wake();
+                }
             }
             OwnerWake::Machine { shared, machine_p } => {
                 if std::thread::current().id() == self.owner {

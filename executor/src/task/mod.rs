@@ -59,6 +59,7 @@ pub(crate) mod harness;
 mod id;
 mod join;
 mod join_set;
+mod local_set;
 mod near;
 pub(crate) mod registry;
 #[cfg(feature = "tracing")]
@@ -72,6 +73,7 @@ pub use harness::{id, try_id};
 pub use id::Id;
 pub use join::{JoinError, JoinHandle};
 pub use join_set::JoinSet;
+pub use local_set::{LocalEnterGuard, LocalSet, RunUntil};
 #[doc(hidden)]
 pub use near::Anchor;
 pub use near::Near;
