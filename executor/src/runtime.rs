@@ -185,6 +185,10 @@ impl Runtime {
 
     /// Enters the runtime on this thread: `numa_rt::spawn` and I/O types work
     /// until the guard drops.
+    ///
+    /// # Panics
+    /// When guards are dropped in another order than the reverse of the
+    /// order they were made in (see [`Handle::enter`]).
     pub fn enter(&self) -> EnterGuard {
         self.handle.enter()
     }
@@ -342,7 +346,13 @@ impl Handle {
         self.shared.blocking.spawn(f)
     }
 
-    /// Enters the runtime on this thread until the guard drops.
+    /// Enters the runtime on this thread until the guard drops; guards
+    /// nest, the last one made restoring what the one before entered.
+    ///
+    /// # Panics
+    /// When a guard is dropped while a guard made after it on the same
+    /// thread still lives (tokio's rule too): the runtime it would restore
+    /// is no longer the one entered before it.
     pub fn enter(&self) -> EnterGuard {
         context::enter(self.shared.clone())
     }

@@ -23,6 +23,9 @@ thread_local! {
     static LOCAL: RefCell<Option<Arc<LocalQueue>>> = const { RefCell::new(None) };
     /// Set while this thread runs a `block_in_place` closure.
     static BLOCKING: Cell<bool> = const { Cell::new(false) };
+    /// How many `EnterGuard`s live on this thread: each guard records the
+    /// depth it made, so one dropped out of order is caught.
+    static DEPTH: Cell<usize> = const { Cell::new(0) };
 }
 
 /// Resets the worker pointer when the M's run function ends.
@@ -196,6 +199,8 @@ pub(crate) fn current() -> Option<Arc<Shared>> {
 /// Restores the previously entered runtime when dropped.
 pub struct EnterGuard {
     prev: Option<Arc<Shared>>,
+    /// This guard's place on the thread's stack of entered runtimes.
+    depth: usize,
     _reactor: numa_rt_reactor::context::EnterGuard,
     /// Not Send: the guard restores this thread's state.
     _not_send: std::marker::PhantomData<*const ()>,
@@ -204,8 +209,13 @@ pub struct EnterGuard {
 pub(crate) fn enter(shared: Arc<Shared>) -> EnterGuard {
     let reactor = numa_rt_reactor::context::enter(&shared.reactor);
     let prev = RUNTIME.with(|h| h.borrow_mut().replace(shared));
+    let depth = DEPTH.with(|d| {
+        d.set(d.get() + 1);
+        d.get()
+    });
     EnterGuard {
         prev,
+        depth,
         _reactor: reactor,
         _not_send: std::marker::PhantomData,
     }
@@ -215,6 +225,20 @@ impl Drop for EnterGuard {
     fn drop(&mut self) {
         let prev = self.prev.take();
         RUNTIME.with(|h| *h.borrow_mut() = prev);
+        let in_order = DEPTH.with(|d| {
+            let top = d.get();
+            d.set(self.depth - 1);
+            top == self.depth
+        });
+        // Out of order, the runtime restored above is not the one the
+        // caller entered before: code after this would spawn onto the
+        // wrong runtime, or onto one already dropped. tokio panics too.
+        if !in_order && !std::thread::panicking() {
+            panic!(
+                "`EnterGuard`s dropped out of order: guards returned by `Handle::enter` and \
+                 `Runtime::enter` must be dropped in the reverse order they were made"
+            );
+        }
     }
 }
 
