@@ -457,6 +457,33 @@ macro_rules! readiness_impls {
                 self.io
                     .try_io(interest.is_readable(), interest.is_writable(), |_| f())
             }
+
+            /// Waits until the socket is ready for `interest`, then runs `f`
+            /// (a nonblocking syscall on this socket's fd); `WouldBlock`
+            /// from `f` clears that readiness and waits again, anything
+            /// else is returned (tokio's `async_io`).
+            pub async fn async_io<R>(
+                &self,
+                interest: $crate::net::Interest,
+                mut f: impl FnMut() -> std::io::Result<R>,
+            ) -> std::io::Result<R> {
+                $crate::driver::waiters::wait_fn(|cx| loop {
+                    let evs = std::task::ready!(self.io.poll_ready_any(
+                        cx,
+                        interest.is_readable(),
+                        interest.is_writable()
+                    ))?;
+                    match f() {
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                            for ev in evs.into_iter().flatten() {
+                                self.io.clear_readiness(ev);
+                            }
+                        }
+                        r => return std::task::Poll::Ready(r),
+                    }
+                })
+                .await
+            }
         }
     };
 }
@@ -471,6 +498,18 @@ macro_rules! stream_try_impls {
             pub fn try_read(&self, buf: &mut [u8]) -> std::io::Result<usize> {
                 use std::io::Read;
                 self.io.try_io(true, false, |mut s| s.read(buf))
+            }
+
+            /// [`try_read`](Self::try_read) into the spare capacity of `buf`
+            /// (a `BufMut`), which is advanced past what was read.
+            pub fn try_read_buf<B: bytes::BufMut>(&self, buf: &mut B) -> std::io::Result<usize> {
+                self.io.try_io(true, false, |s| {
+                    let fd = std::os::fd::AsRawFd::as_raw_fd(s);
+                    $crate::net::udp::recv_buf_mut(buf, |dst| {
+                        Ok(($crate::net::read_uninit(fd, dst)?, ()))
+                    })
+                    .map(|(n, ())| n)
+                })
             }
 
             /// [`try_read`](Self::try_read) into several buffers (`readv`).

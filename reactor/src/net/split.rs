@@ -246,3 +246,133 @@ tokio_write_impl!(WriteHalf<'_, S>, |this| this.0);
 tokio_write_impl!(OwnedWriteHalf<S>, |this| &*this.inner);
 write_impl!(WriteHalf<'_, S>, |this| this.0);
 write_impl!(OwnedWriteHalf<S>, |this| &*this.inner);
+
+/// tokio's readiness and `try_` methods on the halves of stream `$s`
+/// (whose address type is `$addr`): each forwards to the stream.
+macro_rules! half_methods {
+    ($s:ty, $addr:ty) => {
+        half_methods!(@read ReadHalf<'_, $s>, |this| this.0, $addr);
+        half_methods!(@read OwnedReadHalf<$s>, |this| &*this.inner, $addr);
+        half_methods!(@write WriteHalf<'_, $s>, |this| this.0, $addr);
+        half_methods!(@write OwnedWriteHalf<$s>, |this| &*this.inner, $addr);
+    };
+    (@read $ty:ty, |$this:ident| $inner:expr, $addr:ty) => {
+        impl $ty {
+            /// Waits until the stream is ready for `interest` (see the
+            /// stream's `ready`).
+            pub async fn ready(&self, interest: super::Interest) -> io::Result<super::Ready> {
+                let $this = self;
+                $inner.ready(interest).await
+            }
+
+            /// Waits until a read may not block (then use a `try_` read).
+            pub async fn readable(&self) -> io::Result<()> {
+                let $this = self;
+                $inner.readable().await
+            }
+
+            /// Reads what is there without waiting (see the stream's
+            /// `try_read`).
+            pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+                let $this = self;
+                $inner.try_read(buf)
+            }
+
+            /// `try_read` into several buffers.
+            pub fn try_read_vectored(&self, bufs: &mut [io::IoSliceMut<'_>]) -> io::Result<usize> {
+                let $this = self;
+                $inner.try_read_vectored(bufs)
+            }
+
+            /// `try_read` into the spare capacity of `buf`.
+            pub fn try_read_buf<B: bytes::BufMut>(&self, buf: &mut B) -> io::Result<usize> {
+                let $this = self;
+                $inner.try_read_buf(buf)
+            }
+
+            /// The stream's peer address.
+            pub fn peer_addr(&self) -> io::Result<$addr> {
+                let $this = self;
+                $inner.peer_addr()
+            }
+
+            /// The stream's local address.
+            pub fn local_addr(&self) -> io::Result<$addr> {
+                let $this = self;
+                $inner.local_addr()
+            }
+        }
+    };
+    (@write $ty:ty, |$this:ident| $inner:expr, $addr:ty) => {
+        impl $ty {
+            /// Waits until the stream is ready for `interest` (see the
+            /// stream's `ready`).
+            pub async fn ready(&self, interest: super::Interest) -> io::Result<super::Ready> {
+                let $this = self;
+                $inner.ready(interest).await
+            }
+
+            /// Waits until a write may not block (then use a `try_` write).
+            pub async fn writable(&self) -> io::Result<()> {
+                let $this = self;
+                $inner.writable().await
+            }
+
+            /// Writes what fits without waiting (see the stream's
+            /// `try_write`).
+            pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+                let $this = self;
+                $inner.try_write(buf)
+            }
+
+            /// `try_write` from several buffers.
+            pub fn try_write_vectored(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+                let $this = self;
+                $inner.try_write_vectored(bufs)
+            }
+
+            /// The stream's peer address.
+            pub fn peer_addr(&self) -> io::Result<$addr> {
+                let $this = self;
+                $inner.peer_addr()
+            }
+
+            /// The stream's local address.
+            pub fn local_addr(&self) -> io::Result<$addr> {
+                let $this = self;
+                $inner.local_addr()
+            }
+        }
+    };
+}
+
+half_methods!(super::TcpStream, std::net::SocketAddr);
+half_methods!(super::UnixStream, std::os::unix::net::SocketAddr);
+
+/// `peek` on a TCP read half, as tokio's halves have it.
+macro_rules! tcp_peek {
+    ($ty:ty, |$this:ident| $inner:expr) => {
+        impl $ty {
+            /// Receives data without removing it from the queue (waits for
+            /// some); see `TcpStream::peek`.
+            pub async fn peek(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                let $this = &*self;
+                $inner.peek(buf).await
+            }
+
+            /// Polls [`peek`](Self::peek) into the unfilled part of `buf`;
+            /// gives the number of bytes peeked.
+            pub fn poll_peek(
+                &mut self,
+                cx: &mut Context<'_>,
+                buf: &mut tokio::io::ReadBuf<'_>,
+            ) -> Poll<io::Result<usize>> {
+                let $this = &*self;
+                $inner.poll_peek(cx, buf)
+            }
+        }
+    };
+}
+
+tcp_peek!(ReadHalf<'_, super::TcpStream>, |this| this.0);
+tcp_peek!(OwnedReadHalf<super::TcpStream>, |this| &*this.inner);

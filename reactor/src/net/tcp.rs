@@ -237,17 +237,39 @@ impl TcpStream {
 
     /// Receives data without removing it from the queue (waits for some).
     pub async fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
-        wait_fn(|cx| self.poll_peek(cx, buf)).await
+        wait_fn(|cx| self.io.poll_io(cx, Direction::Read, |s| s.peek(buf))).await
     }
 
-    /// Polls [`peek`](Self::peek).
-    pub fn poll_peek(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
-        self.io.poll_io(cx, Direction::Read, |s| s.peek(buf))
+    /// Polls [`peek`](Self::peek) into the unfilled part of `buf` (tokio's
+    /// signature); gives the number of bytes peeked, which `buf` gained.
+    pub fn poll_peek(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<usize>> {
+        let n = ready!(self.io.poll_io(cx, Direction::Read, |s| {
+            socket2::SockRef::from(s).peek(super::udp::uninit_of(buf))
+        }))?;
+        super::udp::filled(buf, n);
+        Poll::Ready(Ok(n))
     }
 
     /// Takes the pending socket error (`SO_ERROR`).
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
         self.io.get_ref().take_error()
+    }
+
+    /// Gets `TCP_QUICKACK`.
+    #[cfg(any(target_os = "linux", target_os = "android", target_os = "fuchsia"))]
+    pub fn quickack(&self) -> io::Result<bool> {
+        socket2::SockRef::from(self.io.get_ref()).tcp_quickack()
+    }
+
+    /// Sets `TCP_QUICKACK`: acknowledge at once rather than delaying ACKs
+    /// (the kernel may turn it off again by itself).
+    #[cfg(any(target_os = "linux", target_os = "android", target_os = "fuchsia"))]
+    pub fn set_quickack(&self, quickack: bool) -> io::Result<()> {
+        socket2::SockRef::from(self.io.get_ref()).set_tcp_quickack(quickack)
     }
 
     /// Borrowed read and write halves, usable concurrently in one task.

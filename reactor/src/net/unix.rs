@@ -1,4 +1,14 @@
-//! Unix-domain streams: [`UnixListener`], [`UnixStream`] and the stream's halves.
+//! Unix-domain streams: [`UnixListener`], [`UnixStream`] and the stream's
+//! halves; the peer's credentials ([`UCred`]).
+//!
+//! A path that starts with a NUL byte names a Linux abstract socket, as in
+//! tokio: `UnixListener::bind("\0name")` and `UnixStream::connect("\0name")`
+//! (std's path functions refuse the NUL). [`UnixListener::bind_addr`] and
+//! [`UnixStream::connect_addr`] take std's `SocketAddr`, either kind.
+//!
+//! `connect` waits, as tokio's does, until the poller reports the new socket
+//! writable, then checks `SO_ERROR`: a connection the listener drops before
+//! accepting fails there instead of looking connected.
 
 use crate::driver::waiters::wait_fn;
 use std::io;
@@ -16,6 +26,46 @@ use super::{readiness_impls, stream_impls, stream_try_impls, AcceptBackoff};
 use crate::driver::io::{Direction, Kind};
 use crate::driver::registration::PollEvented;
 
+/// The socket address `path` names, as tokio reads it: on Linux and Android
+/// a leading NUL byte makes the rest an abstract name; otherwise a
+/// filesystem path.
+pub(super) fn std_addr(path: &Path) -> io::Result<SocketAddr> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        #[cfg(target_os = "android")]
+        use std::os::android::net::SocketAddrExt;
+        #[cfg(target_os = "linux")]
+        use std::os::linux::net::SocketAddrExt;
+        use std::os::unix::ffi::OsStrExt;
+        if let Some(name) = path.as_os_str().as_bytes().strip_prefix(b"\0") {
+            return SocketAddr::from_abstract_name(name);
+        }
+    }
+    SocketAddr::from_pathname(path)
+}
+
+/// std's form of a Unix address socket2 read (a datagram's sender).
+pub(super) fn from_sock_addr(a: &socket2::SockAddr) -> io::Result<SocketAddr> {
+    if a.is_unnamed() {
+        // An empty path is std's unnamed address.
+        return SocketAddr::from_pathname("");
+    }
+    if let Some(p) = a.as_pathname() {
+        return SocketAddr::from_pathname(p);
+    }
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    if let Some(name) = a.as_abstract_namespace() {
+        #[cfg(target_os = "android")]
+        use std::os::android::net::SocketAddrExt;
+        #[cfg(target_os = "linux")]
+        use std::os::linux::net::SocketAddrExt;
+        return SocketAddr::from_abstract_name(name);
+    }
+    Err(io::Error::other(
+        "the datagram's sender address is not a Unix-domain address",
+    ))
+}
+
 /// A Unix-domain listening socket.
 #[derive(Debug)]
 pub struct UnixListener {
@@ -24,9 +74,15 @@ pub struct UnixListener {
 }
 
 impl UnixListener {
-    /// Binds to the filesystem `path` (which must not exist yet).
+    /// Binds to the filesystem `path` (which must not exist yet), or on
+    /// Linux to an abstract name: a leading NUL byte, then the name.
     pub fn bind(path: impl AsRef<Path>) -> io::Result<UnixListener> {
-        Ok(UnixListener::new(mio::net::UnixListener::bind(path)?))
+        UnixListener::bind_addr(&std_addr(path.as_ref())?)
+    }
+
+    /// Binds to `addr` (a pathname or abstract address).
+    pub fn bind_addr(addr: &SocketAddr) -> io::Result<UnixListener> {
+        Ok(UnixListener::new(mio::net::UnixListener::bind_addr(addr)?))
     }
 
     fn new(l: mio::net::UnixListener) -> UnixListener {
@@ -94,9 +150,16 @@ pub struct UnixStream {
 }
 
 impl UnixStream {
-    /// Connects to the socket at `path`.
+    /// Connects to the socket at `path` (a filesystem path, or on Linux a
+    /// leading NUL byte and an abstract name).
     pub async fn connect(path: impl AsRef<Path>) -> io::Result<UnixStream> {
-        let s = UnixStream::new(mio::net::UnixStream::connect(path)?);
+        let addr = std_addr(path.as_ref())?;
+        UnixStream::connect_addr(&addr).await
+    }
+
+    /// Connects to the socket at `addr` (a pathname or abstract address).
+    pub async fn connect_addr(addr: &SocketAddr) -> io::Result<UnixStream> {
+        let s = UnixStream::new(mio::net::UnixStream::connect_addr(addr)?);
         wait_fn(|cx| s.poll_connected(cx)).await?;
         Ok(s)
     }
@@ -158,6 +221,18 @@ impl UnixStream {
         self.io.get_ref().shutdown(how)
     }
 
+    /// The credentials of the process at the other end (`SO_PEERCRED`: as
+    /// of `connect`, or of `socketpair`).
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    pub fn peer_cred(&self) -> io::Result<UCred> {
+        UCred::of(self.io.get_ref().as_raw_fd())
+    }
+
+    /// Takes the pending socket error (`SO_ERROR`).
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        self.io.get_ref().take_error()
+    }
+
     /// Borrowed read and write halves.
     pub fn split(&mut self) -> (ReadHalf<'_>, WriteHalf<'_>) {
         (super::split::ReadHalf(self), super::split::WriteHalf(self))
@@ -166,6 +241,64 @@ impl UnixStream {
     /// Owned halves; dropping the write half shuts writing down.
     pub fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
         split_owned(Arc::new(self))
+    }
+}
+
+/// The credentials of a Unix socket's peer (tokio's `UCred`): its user and
+/// group ids, and its process id.
+#[derive(Copy, Clone, Debug, Eq, Hash, PartialEq)]
+pub struct UCred {
+    pid: Option<libc::pid_t>,
+    uid: libc::uid_t,
+    gid: libc::gid_t,
+}
+
+impl UCred {
+    /// The peer's effective user id.
+    pub fn uid(&self) -> libc::uid_t {
+        self.uid
+    }
+
+    /// The peer's effective group id.
+    pub fn gid(&self) -> libc::gid_t {
+        self.gid
+    }
+
+    /// The peer's process id (`None` where the kernel does not tell).
+    pub fn pid(&self) -> Option<libc::pid_t> {
+        self.pid
+    }
+
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn of(fd: RawFd) -> io::Result<UCred> {
+        let mut cred = libc::ucred {
+            pid: 0,
+            uid: 0,
+            gid: 0,
+        };
+        let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+        // SAFETY: `cred` and `len` are valid for writes for the call, and
+        // `len` is `cred`'s size: the kernel writes at most that much.
+        let r = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_PEERCRED,
+                (&mut cred as *mut libc::ucred).cast(),
+                &mut len,
+            )
+        };
+        if r != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if len as usize != std::mem::size_of::<libc::ucred>() {
+            return Err(io::Error::other("SO_PEERCRED returned a short ucred"));
+        }
+        Ok(UCred {
+            pid: Some(cred.pid),
+            uid: cred.uid,
+            gid: cred.gid,
+        })
     }
 }
 
