@@ -184,3 +184,27 @@ fn enter_makes_spawn_local_go_to_the_set() {
     set.block_on(&rt, h).unwrap();
     assert!(ran.get());
 }
+
+#[test]
+fn a_set_and_a_runtime_kept_in_a_thread_local_drop_at_thread_exit() {
+    struct Kept {
+        rt: numa_rt_executor::Runtime,
+        set: LocalSet,
+    }
+    thread_local! {
+        static KEPT: Kept = Kept { rt: rt(1), set: LocalSet::new() };
+    }
+    let drops = Arc::new(AtomicUsize::new(0));
+    let d = drops.clone();
+    std::thread::spawn(move || {
+        KEPT.with(|k| {
+            k.set.block_on(&k.rt, async {
+                spawn_local(Forever(DropCount(d)));
+                numa_rt_executor::task::yield_now().await;
+            })
+        })
+    })
+    .join()
+    .expect("the thread exits without a panic in its locals' destructors");
+    assert_eq!(drops.load(SeqCst), 1);
+}

@@ -259,6 +259,14 @@ pub(crate) fn set_local_queue(q: Arc<LocalQueue>) -> LocalGuard {
     LocalGuard { prev }
 }
 
+/// [`set_local_queue`] when this thread's locals may already be gone (a
+/// `LocalSet` kept in a `thread_local!` is dropped while the thread's
+/// locals are destroyed): `None` then.
+pub(crate) fn try_set_local_queue(q: Arc<LocalQueue>) -> Option<LocalGuard> {
+    let prev = LOCAL.try_with(|l| l.borrow_mut().replace(q)).ok()?;
+    Some(LocalGuard { prev })
+}
+
 pub(crate) struct LocalGuard {
     prev: Option<Arc<LocalQueue>>,
 }
@@ -266,6 +274,7 @@ pub(crate) struct LocalGuard {
 impl Drop for LocalGuard {
     fn drop(&mut self) {
         let prev = self.prev.take();
-        LOCAL.with(|l| *l.borrow_mut() = prev);
+        // `try_with`: see `try_set_local_queue`.
+        let _ = LOCAL.try_with(|l| *l.borrow_mut() = prev);
     }
 }

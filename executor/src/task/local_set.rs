@@ -162,8 +162,9 @@ impl Future for LocalSet {
 impl Drop for LocalSet {
     fn drop(&mut self) {
         // With the set entered, so that a destructor that spawns a local
-        // task finds the (closed) set rather than another queue.
-        let _set = context::set_local_queue(self.queue.clone());
+        // task finds the (closed) set rather than another queue; not when
+        // the set lives in a `thread_local!` being destroyed.
+        let _set = context::try_set_local_queue(self.queue.clone());
         self.queue.close_and_drain();
     }
 }
