@@ -30,9 +30,12 @@
 //! into its unfilled part, no zeroing and no copy), so `read_buf` into a
 //! `BytesMut` costs what it costs on tokio.
 //!
-//! Not here: tokio's `stdin`/`stdout`/`stderr`, which hand each operation
-//! to a tokio runtime's blocking pool (run blocking console I/O with
-//! [`crate::spawn_blocking`]).
+//! The process's standard streams are [`stdin`], [`stdout`] and
+//! [`stderr`], as tokio's: each read or write runs on numa_rt's blocking
+//! pool, one at a time (descriptors 0, 1 and 2 are shared with other
+//! processes and cannot be made nonblocking), and a write returns once its
+//! bytes are buffered, so flush before exiting. A read of stdin cannot be
+//! cancelled (see [`Stdin`]).
 //!
 //! ```
 //! use numa_rt::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -76,6 +79,9 @@ pub use tokio::io::{
 
 mod budgeted;
 pub use budgeted::{empty, repeat, sink, Empty, Repeat, Sink};
+
+pub(crate) mod stdio;
+pub use stdio::{stderr, stdin, stdout, Stderr, Stdin, Stdout};
 
 /// tokio's path for [`AsyncFd`] and its guards (`tokio::io::unix`).
 pub mod unix {

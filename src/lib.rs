@@ -290,7 +290,9 @@ pub mod signal {
     pub use numa_rt_reactor::signal::*;
 }
 
+pub mod fs;
 pub mod io;
+pub mod process;
 pub mod runtime;
 pub mod sync;
 
