@@ -380,3 +380,28 @@ async fn stream_async_io() {
     .await
     .unwrap();
 }
+
+/// `ready`/`writable` take none of the task's coop budget (as tokio's):
+/// a task that awaits `writable()` far more often than the budget (128)
+/// in one poll still finds the socket ready every time.
+#[numa_rt::test(max_procs = 2)]
+async fn readiness_waits_take_no_coop_budget() {
+    use std::future::Future;
+    use std::task::Poll;
+    timeout(GUARD, async {
+        let (a, _b) = UnixStream::pair().unwrap();
+        a.writable().await.unwrap();
+        poll_fn(|cx| {
+            for i in 0..1000 {
+                let mut w = std::pin::pin!(a.writable());
+                assert!(w.as_mut().poll(cx).is_ready(), "pending at wait {i}");
+                let mut r = std::pin::pin!(a.ready(Interest::WRITABLE));
+                assert!(r.as_mut().poll(cx).is_ready(), "pending at ready {i}");
+            }
+            Poll::Ready(())
+        })
+        .await;
+    })
+    .await
+    .unwrap();
+}

@@ -403,14 +403,19 @@ macro_rules! readiness_impls {
             /// Waits until the socket is ready in at least one direction of
             /// `interest` and says which. Readiness can be spurious: the
             /// operation that follows may still return `WouldBlock`.
+            ///
+            /// As in tokio, this takes none of the task's coop budget (the
+            /// `try_` operation that follows does no more than one syscall),
+            /// so a loop of `writable().await` and `try_write` is not made
+            /// to yield while the socket stays ready.
             pub async fn ready(
                 &self,
                 interest: $crate::net::Interest,
             ) -> std::io::Result<$crate::net::Ready> {
-                let evs = $crate::driver::waiters::wait_fn(|cx| {
+                let evs = $crate::coop::unconstrained($crate::driver::waiters::wait_fn(|cx| {
                     self.io
                         .poll_ready_any(cx, interest.is_readable(), interest.is_writable())
-                })
+                }))
                 .await?;
                 Ok($crate::net::Ready::from_events(&evs))
             }
