@@ -56,22 +56,24 @@ fn eventfd_write(fd: &OwnedFd, v: u64) {
     assert_eq!(n, 8, "eventfd write: {}", io::Error::last_os_error());
 }
 
-/// Uses up the readiness every new source starts with, so the next wait
-/// really waits for the poller. A wait can be ready once more right after
-/// a clear: an event that arrived meanwhile (the first writable edge after
-/// registration) moves the readiness tick on, so the clear keeps the bits,
-/// as designed; the next `WouldBlock` clears them.
+/// Makes sure the next read wait really waits for the poller. A new
+/// `AsyncFd` is not readable until the poller says so (as in tokio), so
+/// this usually returns at once; readiness that is there is used up by a
+/// read that gives `WouldBlock`. A wait can be ready once more right after
+/// a clear: an event that arrived meanwhile moves the readiness tick on,
+/// so the clear keeps the bits, as designed; the next `WouldBlock` clears
+/// them.
 async fn drain_initial_read_readiness<T: AsRawFd>(
     fd: &AsyncFd<T>,
     mut read: impl FnMut(&T) -> io::Result<usize>,
 ) {
     for _ in 0..1000 {
+        if futures::poll!(pin!(fd.readable())).is_pending() {
+            return;
+        }
         let mut guard = fd.readable().await.unwrap();
         if let Ok(r) = guard.try_io(|f| read(f.get_ref())) {
             panic!("nothing was written yet, but the read gave {r:?}");
-        }
-        if futures::poll!(pin!(fd.readable())).is_pending() {
-            return;
         }
     }
     panic!("readiness was never cleared");

@@ -102,16 +102,16 @@ fn every_task_awaiting_readable_on_a_shared_async_fd_is_woken() {
     rt().block_on(async {
         timeout(GUARD, async {
             let fd = Arc::new(AsyncFd::new(r).unwrap());
-            // A new source starts out readable; an empty pipe's read gives
-            // `WouldBlock`, which clears that (once no newer event moved the
-            // readiness tick on) until the write below.
+            // A new `AsyncFd` is not readable until the poller says so (an
+            // empty pipe: not before the write below); readiness that is
+            // there is cleared by a read that gives `WouldBlock`.
             for _ in 0..1000 {
-                let mut guard = fd.readable().await.unwrap();
-                let read = guard.try_io(|f| io::Read::read(&mut f.get_ref(), &mut [0; 1]));
-                assert!(read.is_err(), "nothing was written yet");
                 if futures::poll!(std::pin::pin!(fd.readable())).is_pending() {
                     break;
                 }
+                let mut guard = fd.readable().await.unwrap();
+                let read = guard.try_io(|f| io::Read::read(&mut f.get_ref(), &mut [0; 1]));
+                assert!(read.is_err(), "nothing was written yet");
             }
             let waiting = Arc::new(AtomicUsize::new(0));
             let readers: Vec<_> = (0..N)

@@ -83,12 +83,16 @@ impl PState {
 }
 
 /// The readiness bits of an epoll event's flags, read as mio reads them
-/// (mio registers the sources, edge-triggered, with `EPOLLRDHUP`).
+/// (mio registers the sources, edge-triggered, with `EPOLLRDHUP`), plus
+/// `PRIORITY` for `EPOLLPRI` and `ERROR` for `EPOLLERR` (tokio's `Ready`).
 fn readiness(flags: u32) -> usize {
     let f = flags as libc::c_int;
     let mut bits = 0;
     if f & (libc::EPOLLIN | libc::EPOLLPRI) != 0 {
         bits |= io::READABLE;
+    }
+    if f & libc::EPOLLPRI != 0 {
+        bits |= io::PRIORITY;
     }
     if f & libc::EPOLLOUT != 0 {
         bits |= io::WRITABLE;
@@ -106,7 +110,7 @@ fn readiness(flags: u32) -> usize {
     }
     if f & libc::EPOLLERR != 0 {
         // Let both directions retry: the operation reports the error.
-        bits |= io::READABLE | io::WRITABLE;
+        bits |= io::ERROR | io::READABLE | io::WRITABLE;
     }
     bits
 }
@@ -135,7 +139,7 @@ mod tests {
     fn readiness_reads_epoll_flags_as_mio_does() {
         let f = |flags: libc::c_int| readiness(flags as u32);
         assert_eq!(f(libc::EPOLLIN), io::READABLE);
-        assert_eq!(f(libc::EPOLLPRI), io::READABLE);
+        assert_eq!(f(libc::EPOLLPRI), io::READABLE | io::PRIORITY);
         assert_eq!(f(libc::EPOLLOUT), io::WRITABLE);
         assert_eq!(
             f(libc::EPOLLIN | libc::EPOLLRDHUP),
@@ -147,15 +151,15 @@ mod tests {
         // A pipe whose reader is gone: EPOLLERR alone.
         assert_eq!(
             f(libc::EPOLLERR),
-            io::WRITE_CLOSED | io::READABLE | io::WRITABLE
+            io::WRITE_CLOSED | io::ERROR | io::READABLE | io::WRITABLE
         );
         assert_eq!(
             f(libc::EPOLLOUT | libc::EPOLLERR),
-            io::WRITE_CLOSED | io::READABLE | io::WRITABLE
+            io::WRITE_CLOSED | io::ERROR | io::READABLE | io::WRITABLE
         );
         assert_eq!(
             f(libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLHUP | libc::EPOLLERR),
-            io::READABLE | io::WRITABLE | io::READ_CLOSED | io::WRITE_CLOSED
+            io::READABLE | io::WRITABLE | io::READ_CLOSED | io::WRITE_CLOSED | io::ERROR
         );
     }
 }

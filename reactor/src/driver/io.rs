@@ -24,6 +24,11 @@ pub(crate) const ERROR: usize = 1 << 4;
 pub(crate) const SHUTDOWN: usize = 1 << 5;
 /// The registration was dropped: waiters (if any) fail.
 pub(crate) const CLOSED: usize = 1 << 6;
+/// Urgent (out-of-band) data: `EPOLLPRI`.
+pub(crate) const PRIORITY: usize = 1 << 7;
+/// The bits a waiter in the read list may wait for (read, priority and
+/// error interest all wait there; the write list holds write interest).
+const READ_LIST: usize = READABLE | READ_CLOSED | PRIORITY | ERROR;
 const BITS: usize = 0xffff;
 const TICK_SHIFT: u32 = 16;
 
@@ -36,10 +41,13 @@ pub(crate) enum Direction {
 
 impl Direction {
     /// The readiness bits that let an operation in this direction proceed.
-    fn mask(self) -> usize {
+    /// (`EPOLLERR` sets `READABLE | WRITABLE` as well as `ERROR`, so an
+    /// operation still runs and reports the error; `ERROR` itself is not
+    /// here, or a pending error would keep the direction ready forever.)
+    pub(crate) fn mask(self) -> usize {
         match self {
-            Direction::Read => READABLE | READ_CLOSED | ERROR,
-            Direction::Write => WRITABLE | WRITE_CLOSED | ERROR,
+            Direction::Read => READABLE | READ_CLOSED,
+            Direction::Write => WRITABLE | WRITE_CLOSED,
         }
     }
 }
@@ -52,9 +60,15 @@ pub(crate) struct ReadyEvent {
 }
 
 impl ReadyEvent {
-    /// The readiness bits seen (`READABLE` .. `ERROR`), for the public `Ready`.
+    /// The readiness bits seen (`READABLE` .. `PRIORITY`), for the public `Ready`.
     pub(crate) fn bits(&self) -> usize {
         self.bits
+    }
+
+    /// The same event, for the readiness bits `bits` only (the guards'
+    /// `clear_ready_matching`).
+    pub(crate) fn with_bits(self, bits: usize) -> ReadyEvent {
+        ReadyEvent { bits, ..self }
     }
 }
 
@@ -118,8 +132,19 @@ impl ScheduledIo {
     /// A source assumed ready both ways: the first operation tries the
     /// syscall at once instead of waiting for the registration's first event.
     pub(crate) fn new(kind: Kind) -> ScheduledIo {
+        ScheduledIo::with_readiness(kind, READABLE | WRITABLE)
+    }
+
+    /// A source that is ready in no direction until the poller says so:
+    /// edge-triggered `EPOLL_CTL_ADD` reports what is ready at once, so the
+    /// first event tells the truth (a socket is writable, not readable).
+    pub(crate) fn reported(kind: Kind) -> ScheduledIo {
+        ScheduledIo::with_readiness(kind, 0)
+    }
+
+    fn with_readiness(kind: Kind, bits: usize) -> ScheduledIo {
         ScheduledIo {
-            readiness: AtomicUsize::new(READABLE | WRITABLE),
+            readiness: AtomicUsize::new(bits),
             waiters: Mutex::new(Waiters::default()),
             kind,
         }
@@ -139,18 +164,15 @@ impl ScheduledIo {
             });
         let mut w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
         let closing = bits & (SHUTDOWN | CLOSED) != 0;
-        if closing || bits & Direction::Write.mask() != 0 {
-            w.writer.take_all(&mut out.writes);
-        }
-        if closing || bits & Direction::Read.mask() != 0 {
-            match self.kind {
-                Kind::Stream => w.reader.take_all(&mut out.reads),
-                Kind::Listener => w.reader.take_all(&mut out.accepts),
-            }
-        }
+        w.writer.take_matching(bits, closing, &mut out.writes);
+        let reads = match self.kind {
+            Kind::Stream => &mut out.reads,
+            Kind::Listener => &mut out.accepts,
+        };
+        w.reader.take_matching(bits, closing, reads);
     }
 
-    fn check(cur: usize, dir: Direction) -> Option<io::Result<ReadyEvent>> {
+    fn check(cur: usize, mask: usize) -> Option<io::Result<ReadyEvent>> {
         if cur & SHUTDOWN != 0 {
             return Some(Err(shutdown_error()));
         }
@@ -160,7 +182,7 @@ impl ScheduledIo {
                 "the socket's registration was dropped",
             )));
         }
-        let bits = cur & dir.mask();
+        let bits = cur & mask;
         (bits != 0).then_some(Ok(ReadyEvent {
             tick: cur >> TICK_SHIFT,
             bits,
@@ -188,20 +210,47 @@ impl ScheduledIo {
         cx: &mut Context<'_>,
         dir: Direction,
     ) -> Poll<io::Result<ReadyEvent>> {
+        self.poll_mask(cx, dir.mask(), false)
+    }
+
+    /// Ready when any of the readiness bits in `mask` is set; otherwise
+    /// stores the waker (in the write list for write-only interest, else in
+    /// the read list), to be woken by an event that meets `mask`.
+    ///
+    /// With `woken_is_ready`, a keyed waiter that such an event woke is
+    /// ready on its next poll even if another task has cleared the
+    /// readiness since (the event then reads as empty): as in tokio, every
+    /// task awaiting `AsyncFd::readable` sees the event that woke them all.
+    pub(crate) fn poll_mask(
+        self: &Arc<Self>,
+        cx: &mut Context<'_>,
+        mask: usize,
+        woken_is_ready: bool,
+    ) -> Poll<io::Result<ReadyEvent>> {
         // Acquire pairs with the Release in `set_readiness`.
-        if let Some(r) = Self::check(self.readiness.load(Ordering::Acquire), dir) {
+        if let Some(r) = Self::check(self.readiness.load(Ordering::Acquire), mask) {
             return Poll::Ready(r);
         }
         let key = waiters::current_key();
         let mut w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
-        match dir {
-            Direction::Read => w.reader.register(key, cx.waker()),
-            Direction::Write => w.writer.register(key, cx.waker()),
+        let list = if mask & READ_LIST == 0 {
+            &mut w.writer
+        } else {
+            &mut w.reader
+        };
+        if woken_is_ready && key != waiters::UNKEYED && list.take_notified(key) {
+            let cur = self.readiness.load(Ordering::Acquire);
+            drop(w);
+            return Poll::Ready(Self::check(cur, mask).unwrap_or(Ok(ReadyEvent {
+                tick: cur >> TICK_SHIFT,
+                bits: 0,
+            })));
         }
+        list.register(key, mask, cx.waker());
         // Re-check under the lock: an event dispatched before we took the
         // lock is visible now (its store precedes its own lock of `waiters`);
         // one dispatched after will find the waker stored above.
-        let r = Self::check(self.readiness.load(Ordering::Acquire), dir);
+        let r = Self::check(self.readiness.load(Ordering::Acquire), mask);
         drop(w);
         waiters::stored_in(self);
         match r {
@@ -214,14 +263,20 @@ impl ScheduledIo {
     /// when not ready): what the `try_*` operations check before their
     /// syscall.
     pub(crate) fn ready_now(&self, dir: Direction) -> Option<io::Result<ReadyEvent>> {
+        self.ready_now_mask(dir.mask())
+    }
+
+    /// [`ready_now`](Self::ready_now) for any readiness bits.
+    pub(crate) fn ready_now_mask(&self, mask: usize) -> Option<io::Result<ReadyEvent>> {
         // Acquire pairs with the Release in `set_readiness`.
-        Self::check(self.readiness.load(Ordering::Acquire), dir)
+        Self::check(self.readiness.load(Ordering::Acquire), mask)
     }
 
     /// Forgets the readiness `ev` reported (after `WouldBlock`), unless an
     /// event arrived since (the tick moved on).
     pub(crate) fn clear_readiness(&self, ev: ReadyEvent) {
-        let clear = ev.bits & (READABLE | WRITABLE);
+        // The closed states are final: never cleared.
+        let clear = ev.bits & (READABLE | WRITABLE | PRIORITY | ERROR);
         // Relaxed suffices: only bits this thread already observed are
         // cleared, and a concurrent event changes the tick, failing the CAS.
         let _ = self
@@ -333,6 +388,46 @@ mod tests {
         };
         io.clear_readiness(ev);
         assert!(io.poll_ready(&mut cx, Direction::Read).is_pending());
+    }
+
+    #[test]
+    fn a_woken_waiter_is_ready_once_even_if_the_readiness_was_cleared() {
+        use super::super::waiters::wait_fn;
+        use std::future::Future;
+        use std::pin::Pin;
+        let io = Arc::new(ScheduledIo::reported(Kind::Stream));
+        let waker = Waker::from(Arc::new(Noop));
+        let mut cx = Context::from_waker(&waker);
+        let read = Direction::Read.mask();
+        let mut a = wait_fn(|cx| io.poll_mask(cx, read, true));
+        let mut b = wait_fn(|cx| io.poll_mask(cx, read, true));
+        let mut error = wait_fn(|cx| io.poll_mask(cx, ERROR, true));
+        assert!(
+            Pin::new(&mut a).poll(&mut cx).is_pending(),
+            "reported: not ready"
+        );
+        assert!(Pin::new(&mut b).poll(&mut cx).is_pending());
+        assert!(Pin::new(&mut error).poll(&mut cx).is_pending());
+        let mut out = Wakeups::default();
+        io.set_readiness(READABLE, &mut out);
+        assert_eq!(out.reads.len(), 2, "both readers, not the error waiter");
+        let Poll::Ready(Ok(ev)) = Pin::new(&mut a).poll(&mut cx) else {
+            panic!("a sees the event")
+        };
+        io.clear_readiness(ev);
+        let Poll::Ready(Ok(ev)) = Pin::new(&mut b).poll(&mut cx) else {
+            panic!("b was woken by the event a cleared")
+        };
+        assert_eq!(ev.bits(), 0, "b's event reads as empty");
+        assert!(
+            Pin::new(&mut error).poll(&mut cx).is_pending(),
+            "readable does not wake an error wait"
+        );
+        let mut c = wait_fn(|cx| io.poll_mask(cx, read, true));
+        assert!(
+            Pin::new(&mut c).poll(&mut cx).is_pending(),
+            "a new wait waits"
+        );
     }
 
     #[test]

@@ -73,11 +73,16 @@ impl Registration {
     /// socket polled after its runtime is gone). Outside any runtime, the
     /// socket registers with its home, round-robin; a socket that never had
     /// one panics there, as tokio's constructors do outside a runtime.
+    ///
+    /// `reported` starts the source ready in no direction, to learn its
+    /// readiness from the poller (see [`ScheduledIo::reported`]); otherwise
+    /// it starts assumed ready both ways.
     fn new(
         home: Option<&Weak<Shared>>,
         fd: RawFd,
         interest: Interest,
         kind: Kind,
+        reported: bool,
     ) -> io::Result<Registration> {
         let home = match home.map(Weak::upgrade) {
             Some(None) => return Err(shutdown_error()),
@@ -98,7 +103,11 @@ impl Registration {
             (None, None) => context::with_current(|r| (r.shared.clone(), r.pick_p())),
         };
         let ps = &shared.ps[p];
-        let io = Arc::new(ScheduledIo::new(kind));
+        let io = Arc::new(if reported {
+            ScheduledIo::reported(kind)
+        } else {
+            ScheduledIo::new(kind)
+        });
         let token = {
             let mut sources = ps.sources.lock().unwrap_or_else(|e| e.into_inner());
             if shared.is_shutdown() {
@@ -246,6 +255,9 @@ pub(crate) struct PollEvented<S: AsRawFd> {
     io: S,
     interest: Interest,
     kind: Kind,
+    /// Whether the source starts ready in no direction, learning its
+    /// readiness from the poller (`AsyncFd`), rather than assumed ready.
+    reported: bool,
 }
 
 impl<S: AsRawFd> PollEvented<S> {
@@ -258,7 +270,17 @@ impl<S: AsRawFd> PollEvented<S> {
             io,
             interest,
             kind,
+            reported: false,
         }
+    }
+
+    /// Makes the source start ready in no direction when it registers, so
+    /// that its first readiness is what the poller reports (edge-triggered
+    /// `EPOLL_CTL_ADD` reports the current state: a socket is writable at
+    /// once, not readable) instead of "assumed ready both ways".
+    pub(crate) fn reported(mut self) -> PollEvented<S> {
+        self.reported = true;
+        self
     }
 
     pub(crate) fn get_ref(&self) -> &S {
@@ -306,6 +328,7 @@ impl<S: AsRawFd> PollEvented<S> {
             self.io.as_raw_fd(),
             self.interest,
             self.kind,
+            self.reported,
         )?;
         Ok(self.reg.get_or_init(|| r))
     }
@@ -375,6 +398,25 @@ impl<S: AsRawFd> PollEvented<S> {
             }
         }
         r
+    }
+
+    /// Waits until any of the readiness bits in `mask` is set (taking one
+    /// unit of coop budget). `woken_is_ready`: see
+    /// [`ScheduledIo::poll_mask`].
+    pub(crate) fn poll_ready_mask(
+        &self,
+        cx: &mut Context<'_>,
+        mask: usize,
+        woken_is_ready: bool,
+    ) -> Poll<io::Result<ReadyEvent>> {
+        ready!(coop::poll_proceed(cx));
+        self.registration()?.io.poll_mask(cx, mask, woken_is_ready)
+    }
+
+    /// The readiness in `mask` right now, without waiting or storing a
+    /// waker (`None` when not ready): for `AsyncFd::try_io`.
+    pub(crate) fn ready_now_mask(&self, mask: usize) -> io::Result<Option<ReadyEvent>> {
+        self.registration()?.io.ready_now_mask(mask).transpose()
     }
 
     /// Forgets readiness after an operation returned `WouldBlock`.

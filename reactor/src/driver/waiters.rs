@@ -30,54 +30,104 @@ use super::io::ScheduledIo;
 /// The key of unkeyed (`poll_*`) waiters.
 pub(crate) const UNKEYED: u64 = 0;
 
+/// One waiter: its key, the readiness bits it waits for, and its waker
+/// (`None` once an event woke it: see [`DirWaiters::take_notified`]).
+struct Entry {
+    key: u64,
+    mask: usize,
+    waker: Option<Waker>,
+}
+
 /// The waiters of one direction of one source.
 #[derive(Default)]
 pub(crate) struct DirWaiters {
     /// The first waiter, inline: the common single-waiter case.
-    first: Option<(u64, Waker)>,
+    first: Option<Entry>,
     /// Further concurrent waiters (shared listeners, shared `AsyncFd`s).
-    rest: Vec<(u64, Waker)>,
+    rest: Vec<Entry>,
 }
 
 impl DirWaiters {
-    /// Stores `waker` for `key`, replacing that key's earlier waker.
-    pub(crate) fn register(&mut self, key: u64, waker: &Waker) {
+    /// Stores `waker` for `key`, waiting for any of the readiness bits in
+    /// `mask`, replacing that key's earlier waker (or its notified mark).
+    pub(crate) fn register(&mut self, key: u64, mask: usize, waker: &Waker) {
         let entry = match &mut self.first {
             None => {
-                self.first = Some((key, waker.clone()));
+                self.first = Some(Entry {
+                    key,
+                    mask,
+                    waker: Some(waker.clone()),
+                });
                 return;
             }
-            Some((k, w)) if *k == key => Some(w),
-            Some(_) => self
-                .rest
-                .iter_mut()
-                .find(|(k, _)| *k == key)
-                .map(|(_, w)| w),
+            Some(e) if e.key == key => Some(e),
+            Some(_) => self.rest.iter_mut().find(|e| e.key == key),
         };
         match entry {
-            Some(w) if w.will_wake(waker) => {}
-            Some(w) => *w = waker.clone(),
-            None => self.rest.push((key, waker.clone())),
+            Some(e) => {
+                e.mask = mask;
+                match &mut e.waker {
+                    Some(w) if w.will_wake(waker) => {}
+                    w => *w = Some(waker.clone()),
+                }
+            }
+            None => self.rest.push(Entry {
+                key,
+                mask,
+                waker: Some(waker.clone()),
+            }),
         }
     }
 
-    /// Forgets `key`'s waker, if it is stored.
+    /// Forgets `key`'s entry (waker or notified mark), if it is stored.
     pub(crate) fn remove(&mut self, key: u64) {
-        if matches!(&self.first, Some((k, _)) if *k == key) {
+        if matches!(&self.first, Some(e) if e.key == key) {
             self.first = self.rest.pop();
-        } else if let Some(i) = self.rest.iter().position(|(k, _)| *k == key) {
+        } else if let Some(i) = self.rest.iter().position(|e| e.key == key) {
             self.rest.swap_remove(i);
         }
     }
 
-    /// Moves every stored waker into `out`.
-    pub(crate) fn take_all(&mut self, out: &mut Vec<Waker>) {
-        out.extend(self.first.take().map(|(_, w)| w));
-        out.extend(self.rest.drain(..).map(|(_, w)| w));
+    /// Moves into `out` the wakers of the waiters whose mask meets `bits`
+    /// (every waiter when `all`: the source is closing). A keyed waiter
+    /// keeps its entry, marked notified, until its future polls again or is
+    /// dropped; the unkeyed entry leaves.
+    pub(crate) fn take_matching(&mut self, bits: usize, all: bool, out: &mut Vec<Waker>) {
+        let mut unkeyed_woken = false;
+        for e in self.first.iter_mut().chain(self.rest.iter_mut()) {
+            if all || e.mask & bits != 0 {
+                if let Some(w) = e.waker.take() {
+                    out.push(w);
+                    unkeyed_woken |= e.key == UNKEYED;
+                }
+            }
+        }
+        if unkeyed_woken {
+            self.remove(UNKEYED);
+        }
     }
 
+    /// Whether an event woke `key`'s waiter since it last registered; the
+    /// mark is consumed (the entry leaves).
+    pub(crate) fn take_notified(&mut self, key: u64) -> bool {
+        let notified = self
+            .first
+            .iter()
+            .chain(self.rest.iter())
+            .any(|e| e.key == key && e.waker.is_none());
+        if notified {
+            self.remove(key);
+        }
+        notified
+    }
+
+    /// Whether no waker is stored (notified marks do not count).
     pub(crate) fn is_empty(&self) -> bool {
-        self.first.is_none()
+        !self
+            .first
+            .iter()
+            .chain(self.rest.iter())
+            .any(|e| e.waker.is_some())
     }
 }
 
@@ -189,24 +239,44 @@ mod tests {
 
     #[test]
     fn keys_replace_their_own_entry_and_leave_on_remove() {
+        const R: usize = 1;
         let a = Waker::from(Arc::new(Noop));
         let b = Waker::from(Arc::new(Noop));
         let mut w = DirWaiters::default();
-        w.register(1, &a);
-        w.register(2, &b);
-        w.register(1, &b);
-        w.register(UNKEYED, &a);
-        w.register(UNKEYED, &b);
+        w.register(1, R, &a);
+        w.register(2, R, &b);
+        w.register(1, R, &b);
+        w.register(UNKEYED, R, &a);
+        w.register(UNKEYED, R, &b);
         let mut out = Vec::new();
-        w.take_all(&mut out);
+        w.take_matching(R, false, &mut out);
         assert_eq!(out.len(), 3, "one entry per key");
-        assert!(w.is_empty());
-        w.register(1, &a);
-        w.register(2, &a);
+        assert!(w.is_empty(), "notified marks hold no waker");
+        assert!(w.take_notified(1), "key 1 was woken");
+        assert!(!w.take_notified(1), "the mark is consumed");
+        assert!(!w.take_notified(UNKEYED), "the unkeyed entry left");
+        w.remove(2);
+        w.register(1, R, &a);
+        w.register(2, R, &a);
         w.remove(1);
         assert!(!w.is_empty(), "the second waiter moves up");
         w.remove(2);
         assert!(w.is_empty());
+    }
+
+    #[test]
+    fn only_waiters_whose_mask_meets_the_event_are_woken() {
+        let a = Waker::from(Arc::new(Noop));
+        let mut w = DirWaiters::default();
+        w.register(1, 0b01, &a);
+        w.register(2, 0b10, &a);
+        let mut out = Vec::new();
+        w.take_matching(0b10, false, &mut out);
+        assert_eq!(out.len(), 1);
+        assert!(!w.take_notified(1), "key 1 still waits");
+        assert!(w.take_notified(2));
+        w.take_matching(0, true, &mut out);
+        assert_eq!(out.len(), 2, "closing wakes everyone");
     }
 
     #[test]

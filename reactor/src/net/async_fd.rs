@@ -1,7 +1,7 @@
 //! [`AsyncFd`]: readiness for any file descriptor, on the same per-P
 //! pollers as numa_rt's own sockets (the guide is on the type).
 
-use crate::driver::waiters::wait_fn;
+use std::error::Error;
 use std::fmt;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
@@ -10,6 +10,7 @@ use std::task::{ready, Context, Poll};
 use super::{Interest, Ready};
 use crate::driver::io::{Kind, ReadyEvent};
 use crate::driver::registration::PollEvented;
+use crate::driver::waiters::wait_fn;
 
 /// Readiness events for a file descriptor owned by `T` (a pipe, an eventfd,
 /// a socket made by another library, a device).
@@ -23,13 +24,36 @@ use crate::driver::registration::PollEvented;
 ///
 /// The fd is registered (edge-triggered) with the io poller of the P that
 /// creates the `AsyncFd` when it is created, so a descriptor the poller
-/// refuses (a regular file: `EPERM`) fails [`AsyncFd::new`] at once. It is
+/// refuses (a regular file: `EPERM`) fails [`AsyncFd::register`] at once,
+/// handing the object back ([`AsyncFdRegisterError::into_parts`]). It is
 /// deregistered when the `AsyncFd` drops or [`into_inner`](AsyncFd::into_inner)
 /// returns the object; the object (and so the descriptor) outlives the
 /// registration.
 ///
-/// Like every source, a new `AsyncFd` starts out assumed ready both ways:
-/// the first `readable()` returns at once and the first syscall decides.
+/// # Readiness, as in tokio
+///
+/// - A new `AsyncFd` is ready in no direction until the poller reports: the
+///   registration's first event says what the descriptor is ready for now
+///   (a fresh socket is writable at once, and readable only once data
+///   arrived), so `writable()` resolves after that event and `readable()`
+///   waits for data.
+/// - Readiness stays until cleared: by [`clear_ready`], or by a
+///   `WouldBlock` inside [`try_io`]. After a clear, the next wait waits for
+///   the poller's next edge. Dropping a guard keeps the readiness.
+/// - Every task waiting on one `AsyncFd` through the `async` waits
+///   ([`readable`](AsyncFd::readable), [`ready`](AsyncFd::ready), …) is woken
+///   by an event that meets its interest, and gets a guard even if another
+///   woken task cleared the readiness first (its [`ready`] may then be
+///   empty). The `poll_*` functions keep only the last caller's waker per
+///   direction.
+/// - When the runtime shuts down (is dropped), pending waits and every later
+///   one fail with an `io::ErrorKind::Other` error ("numa_rt runtime has shut
+///   down", where tokio says "A Tokio 1.x context was found, but it is being
+///   shutdown"); a guard obtained before still works, its `clear_ready` too.
+///
+/// [`clear_ready`]: AsyncFdReadyGuard::clear_ready
+/// [`try_io`]: AsyncFdReadyGuard::try_io
+/// [`ready`]: AsyncFdReadyGuard::ready
 ///
 /// ```no_run
 /// # async fn f(fd: numa_rt_reactor::net::AsyncFd<std::os::unix::net::UnixStream>) -> std::io::Result<()> {
@@ -51,28 +75,111 @@ pub struct AsyncFd<T: AsRawFd> {
 }
 
 impl<T: AsRawFd> AsyncFd<T> {
-    /// Registers `inner`'s descriptor for reading and writing.
+    /// Registers `inner`'s descriptor for reading and writing; on failure
+    /// the error hands `inner` back.
+    ///
+    /// # Safety
+    ///
+    /// As in tokio: `inner.as_raw_fd()` must be an open descriptor that
+    /// stays open, and refers to the same open file description, until the
+    /// `AsyncFd` is dropped, [`into_inner`](Self::into_inner) returns, or it
+    /// is forgotten; every call of `inner.as_raw_fd()` meanwhile must return
+    /// that descriptor. ([`AsFd`] for `AsyncFd` lends it on that promise.)
     ///
     /// # Errors
-    /// When the poller refuses the descriptor (`EPERM` for a regular file)
-    /// or the runtime has shut down; `inner` is dropped.
+    ///
+    /// When the poller refuses the descriptor (`EPERM` for a regular file,
+    /// `EBADF` for no descriptor) or the runtime has shut down.
     ///
     /// # Panics
+    ///
     /// Outside a numa_rt runtime (a task, `block_on`, or an entered handle).
+    #[track_caller]
+    pub unsafe fn register(inner: T) -> Result<AsyncFd<T>, AsyncFdRegisterError<T>> {
+        // SAFETY: the caller upholds `register_with_interest`'s contract,
+        // which is this function's.
+        unsafe { AsyncFd::register_with_interest(inner, Interest::READABLE | Interest::WRITABLE) }
+    }
+
+    /// Registers `inner`'s descriptor for the readiness in `interest` only;
+    /// on failure the error hands `inner` back. Waiting for readiness the
+    /// descriptor was not registered for waits forever (or until shutdown).
+    ///
+    /// # Safety
+    ///
+    /// As [`AsyncFd::register`]: the descriptor stays open, and the same,
+    /// for the `AsyncFd`'s life.
+    ///
+    /// # Errors and panics
+    ///
+    /// As [`AsyncFd::register`].
+    #[track_caller]
+    pub unsafe fn register_with_interest(
+        inner: T,
+        interest: Interest,
+    ) -> Result<AsyncFd<T>, AsyncFdRegisterError<T>> {
+        let io = PollEvented::new(inner, interest.to_mio(), Kind::Stream).reported();
+        match io.register_now() {
+            Ok(()) => Ok(AsyncFd { io, interest }),
+            Err(cause) => Err(AsyncFdRegisterError {
+                inner: io.into_inner(),
+                cause,
+            }),
+        }
+    }
+
+    /// [`AsyncFd::register`] for callers that cannot write `unsafe`; the
+    /// object is dropped on failure.
+    ///
+    /// tokio 1.54 deprecates its `new` as unsound (the descriptor's
+    /// lifetime is promised, not checked); numa_rt keeps it undeprecated
+    /// for its own callers. The same promise applies: see
+    /// [`register`](Self::register)'s safety section.
+    ///
+    /// # Errors and panics
+    ///
+    /// As [`AsyncFd::register`].
+    #[track_caller]
     pub fn new(inner: T) -> io::Result<AsyncFd<T>> {
         AsyncFd::with_interest(inner, Interest::READABLE | Interest::WRITABLE)
     }
 
-    /// Registers `inner`'s descriptor for the directions in `interest` only.
-    /// Waiting on the other direction returns at most once (the initial
-    /// "assumed ready"), then never.
+    /// [`AsyncFd::register_with_interest`] without `unsafe` (see
+    /// [`new`](Self::new)); the object is dropped on failure.
     ///
     /// # Errors and panics
-    /// As [`AsyncFd::new`].
+    ///
+    /// As [`AsyncFd::register`].
+    #[track_caller]
     pub fn with_interest(inner: T, interest: Interest) -> io::Result<AsyncFd<T>> {
-        let io = PollEvented::new(inner, interest.to_mio(), Kind::Stream);
-        io.register_now()?;
-        Ok(AsyncFd { io, interest })
+        // SAFETY: not checked, as in tokio's (deprecated) `with_interest`:
+        // the caller makes register's promise (see `new`).
+        Ok(unsafe { AsyncFd::register_with_interest(inner, interest) }?)
+    }
+
+    /// [`AsyncFd::new`] that hands the object back on failure (tokio's
+    /// older name for [`register`](Self::register)).
+    ///
+    /// # Errors and panics
+    ///
+    /// As [`AsyncFd::register`].
+    #[track_caller]
+    pub fn try_new(inner: T) -> Result<AsyncFd<T>, AsyncFdTryNewError<T>> {
+        AsyncFd::try_with_interest(inner, Interest::READABLE | Interest::WRITABLE)
+    }
+
+    /// [`AsyncFd::with_interest`] that hands the object back on failure.
+    ///
+    /// # Errors and panics
+    ///
+    /// As [`AsyncFd::register`].
+    #[track_caller]
+    pub fn try_with_interest(
+        inner: T,
+        interest: Interest,
+    ) -> Result<AsyncFd<T>, AsyncFdTryNewError<T>> {
+        // SAFETY: as in `with_interest`.
+        unsafe { AsyncFd::register_with_interest(inner, interest) }
     }
 
     /// The wrapped object.
@@ -96,31 +203,35 @@ impl<T: AsRawFd> AsyncFd<T> {
         self.io.into_inner()
     }
 
-    fn poll_events(
-        &self,
-        cx: &mut Context<'_>,
-        interest: Interest,
-    ) -> Poll<io::Result<[Option<ReadyEvent>; 2]>> {
-        self.io
-            .poll_ready_any(cx, interest.is_readable(), interest.is_writable())
-    }
-
-    /// Polls for read readiness; the guard's `try_io` runs the read.
+    /// Polls for read readiness. Only the waker of the latest
+    /// `poll_read_ready`/`poll_read_ready_mut` call is kept (write readiness
+    /// keeps its own); use [`readable`](Self::readable) to wait from several
+    /// tasks at once.
     pub fn poll_read_ready<'a>(
         &'a self,
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<AsyncFdReadyGuard<'a, T>>> {
-        let events = ready!(self.poll_events(cx, Interest::READABLE))?;
-        Poll::Ready(Ok(AsyncFdReadyGuard { fd: self, events }))
+        let ev = ready!(self
+            .io
+            .poll_ready_mask(cx, Interest::READABLE.mask(), false))?;
+        Poll::Ready(Ok(AsyncFdReadyGuard {
+            fd: self,
+            event: Some(ev),
+        }))
     }
 
-    /// Polls for write readiness; the guard's `try_io` runs the write.
+    /// Polls for write readiness (one kept waker, as for reads).
     pub fn poll_write_ready<'a>(
         &'a self,
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<AsyncFdReadyGuard<'a, T>>> {
-        let events = ready!(self.poll_events(cx, Interest::WRITABLE))?;
-        Poll::Ready(Ok(AsyncFdReadyGuard { fd: self, events }))
+        let ev = ready!(self
+            .io
+            .poll_ready_mask(cx, Interest::WRITABLE.mask(), false))?;
+        Poll::Ready(Ok(AsyncFdReadyGuard {
+            fd: self,
+            event: Some(ev),
+        }))
     }
 
     /// [`poll_read_ready`](Self::poll_read_ready) with a guard that lends
@@ -129,8 +240,13 @@ impl<T: AsRawFd> AsyncFd<T> {
         &'a mut self,
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<AsyncFdReadyMutGuard<'a, T>>> {
-        let events = ready!(self.poll_events(cx, Interest::READABLE))?;
-        Poll::Ready(Ok(AsyncFdReadyMutGuard { fd: self, events }))
+        let ev = ready!(self
+            .io
+            .poll_ready_mask(cx, Interest::READABLE.mask(), false))?;
+        Poll::Ready(Ok(AsyncFdReadyMutGuard {
+            fd: self,
+            event: Some(ev),
+        }))
     }
 
     /// [`poll_write_ready`](Self::poll_write_ready) with a guard that lends
@@ -139,15 +255,31 @@ impl<T: AsRawFd> AsyncFd<T> {
         &'a mut self,
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<AsyncFdReadyMutGuard<'a, T>>> {
-        let events = ready!(self.poll_events(cx, Interest::WRITABLE))?;
-        Poll::Ready(Ok(AsyncFdReadyMutGuard { fd: self, events }))
+        let ev = ready!(self
+            .io
+            .poll_ready_mask(cx, Interest::WRITABLE.mask(), false))?;
+        Poll::Ready(Ok(AsyncFdReadyMutGuard {
+            fd: self,
+            event: Some(ev),
+        }))
     }
 
-    /// Waits until the descriptor is ready in at least one direction of
-    /// `interest`; [`AsyncFdReadyGuard::ready`] says which.
+    /// Waits for an event of `interest` (an event that woke this wait
+    /// counts even if another task cleared it since).
+    async fn wait(&self, interest: Interest) -> io::Result<ReadyEvent> {
+        let mask = interest.mask();
+        wait_fn(|cx| self.io.poll_ready_mask(cx, mask, true)).await
+    }
+
+    /// Waits until the descriptor is ready for any of `interest`;
+    /// [`AsyncFdReadyGuard::ready`] says for which (only readiness within
+    /// `interest` shows there).
     pub async fn ready(&self, interest: Interest) -> io::Result<AsyncFdReadyGuard<'_, T>> {
-        let events = wait_fn(|cx| self.poll_events(cx, interest)).await?;
-        Ok(AsyncFdReadyGuard { fd: self, events })
+        let ev = self.wait(interest).await?;
+        Ok(AsyncFdReadyGuard {
+            fd: self,
+            event: Some(ev),
+        })
     }
 
     /// [`ready`](Self::ready) with a guard that lends the object mutably.
@@ -155,8 +287,11 @@ impl<T: AsRawFd> AsyncFd<T> {
         &mut self,
         interest: Interest,
     ) -> io::Result<AsyncFdReadyMutGuard<'_, T>> {
-        let events = wait_fn(|cx| self.poll_events(cx, interest)).await?;
-        Ok(AsyncFdReadyMutGuard { fd: self, events })
+        let ev = self.wait(interest).await?;
+        Ok(AsyncFdReadyMutGuard {
+            fd: self,
+            event: Some(ev),
+        })
     }
 
     /// Waits for read readiness.
@@ -180,18 +315,83 @@ impl<T: AsRawFd> AsyncFd<T> {
     }
 
     /// Waits for `interest` and runs `f` until it does not return
-    /// `WouldBlock`: the whole wait-try-clear loop in one call.
+    /// `WouldBlock` (each `WouldBlock` clears the readiness it ran on): the
+    /// whole wait-try-clear loop in one call. `f` should do one kind of
+    /// operation, matching one interest.
     pub async fn async_io<R>(
         &self,
         interest: Interest,
         mut f: impl FnMut(&T) -> io::Result<R>,
     ) -> io::Result<R> {
-        loop {
-            let mut guard = self.ready(interest).await?;
-            if let Ok(r) = guard.try_io(|fd| f(fd.get_ref())) {
-                return r;
+        let mask = interest.mask();
+        wait_fn(|cx| loop {
+            let ev = ready!(self.io.poll_ready_mask(cx, mask, true))?;
+            match f(self.io.get_ref()) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.io.clear_readiness(ev),
+                r => return Poll::Ready(r),
             }
+        })
+        .await
+    }
+
+    /// [`async_io`](Self::async_io) with the object lent mutably to `f`.
+    pub async fn async_io_mut<R>(
+        &mut self,
+        interest: Interest,
+        mut f: impl FnMut(&mut T) -> io::Result<R>,
+    ) -> io::Result<R> {
+        let mask = interest.mask();
+        let io = &mut self.io;
+        wait_fn(|cx| loop {
+            let ev = ready!(io.poll_ready_mask(cx, mask, true))?;
+            match f(io.get_mut()) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => io.clear_readiness(ev),
+                r => return Poll::Ready(r),
+            }
+        })
+        .await
+    }
+
+    /// Runs `f` once if the descriptor is ready for `interest`, without
+    /// waiting: not ready gives `WouldBlock` without calling `f`;
+    /// `WouldBlock` from `f` clears that readiness and is returned.
+    ///
+    /// # Errors
+    ///
+    /// `f`'s error, `WouldBlock` when not ready, or the shutdown error.
+    pub fn try_io<R>(
+        &self,
+        interest: Interest,
+        f: impl FnOnce(&T) -> io::Result<R>,
+    ) -> io::Result<R> {
+        let Some(ev) = self.io.ready_now_mask(interest.mask())? else {
+            return Err(io::ErrorKind::WouldBlock.into());
+        };
+        let r = f(self.io.get_ref());
+        if matches!(&r, Err(e) if e.kind() == io::ErrorKind::WouldBlock) {
+            self.io.clear_readiness(ev);
         }
+        r
+    }
+
+    /// [`try_io`](Self::try_io) with the object lent mutably to `f`.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_io`](Self::try_io).
+    pub fn try_io_mut<R>(
+        &mut self,
+        interest: Interest,
+        f: impl FnOnce(&mut T) -> io::Result<R>,
+    ) -> io::Result<R> {
+        let Some(ev) = self.io.ready_now_mask(interest.mask())? else {
+            return Err(io::ErrorKind::WouldBlock.into());
+        };
+        let r = f(self.io.get_mut());
+        if matches!(&r, Err(e) if e.kind() == io::ErrorKind::WouldBlock) {
+            self.io.clear_readiness(ev);
+        }
+        r
     }
 }
 
@@ -204,7 +404,8 @@ impl<T: AsRawFd> AsRawFd for AsyncFd<T> {
 impl<T: AsRawFd> AsFd for AsyncFd<T> {
     fn as_fd(&self) -> BorrowedFd<'_> {
         // SAFETY: the descriptor belongs to the wrapped object, which lives
-        // as long as `self` and so outlives the borrow.
+        // as long as `self` and so outlives the borrow; `register`'s
+        // contract keeps it open and the same meanwhile.
         unsafe { BorrowedFd::borrow_raw(self.as_raw_fd()) }
     }
 }
@@ -215,6 +416,48 @@ impl<T: AsRawFd + fmt::Debug> fmt::Debug for AsyncFd<T> {
             .field("inner", self.io.get_ref())
             .field("interest", &self.interest)
             .finish()
+    }
+}
+
+/// The error of [`AsyncFd::register`] and its siblings: why the poller
+/// refused the descriptor, and the object, handed back.
+pub struct AsyncFdRegisterError<T> {
+    inner: T,
+    cause: io::Error,
+}
+
+/// tokio's older name for [`AsyncFdRegisterError`] (what
+/// [`AsyncFd::try_new`] returns).
+pub type AsyncFdTryNewError<T> = AsyncFdRegisterError<T>;
+
+impl<T> AsyncFdRegisterError<T> {
+    /// The object that was not registered, and why.
+    pub fn into_parts(self) -> (T, io::Error) {
+        (self.inner, self.cause)
+    }
+}
+
+impl<T> fmt::Display for AsyncFdRegisterError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.cause, f)
+    }
+}
+
+impl<T> fmt::Debug for AsyncFdRegisterError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.cause, f)
+    }
+}
+
+impl<T> Error for AsyncFdRegisterError<T> {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        Some(&self.cause)
+    }
+}
+
+impl<T> From<AsyncFdRegisterError<T>> for io::Error {
+    fn from(e: AsyncFdRegisterError<T>) -> io::Error {
+        e.cause
     }
 }
 
@@ -229,7 +472,7 @@ impl fmt::Display for TryIoError {
     }
 }
 
-impl std::error::Error for TryIoError {}
+impl Error for TryIoError {}
 
 /// Readiness of an [`AsyncFd`] observed by a wait. Dropping the guard keeps
 /// the readiness (the next wait returns at once); [`clear_ready`] or a
@@ -237,26 +480,45 @@ impl std::error::Error for TryIoError {}
 ///
 /// [`clear_ready`]: AsyncFdReadyGuard::clear_ready
 /// [`try_io`]: AsyncFdReadyGuard::try_io
+#[must_use = "a guard says whether to clear the readiness: call a method on it"]
 pub struct AsyncFdReadyGuard<'a, T: AsRawFd> {
     fd: &'a AsyncFd<T>,
-    /// What the wait saw for read and for write, cleared only on request.
-    events: [Option<ReadyEvent>; 2],
+    /// What the wait saw (within its interest), until cleared.
+    event: Option<ReadyEvent>,
 }
 
 /// Like [`AsyncFdReadyGuard`], lending the [`AsyncFd`] mutably.
+#[must_use = "a guard says whether to clear the readiness: call a method on it"]
 pub struct AsyncFdReadyMutGuard<'a, T: AsRawFd> {
     fd: &'a mut AsyncFd<T>,
-    events: [Option<ReadyEvent>; 2],
+    event: Option<ReadyEvent>,
+}
+
+/// The readiness a guard holds.
+fn ready_of(event: &Option<ReadyEvent>) -> Ready {
+    event.map_or(Ready::EMPTY, |ev| Ready::from_bits(ev.bits()))
 }
 
 /// Clears what a guard observed, unless an event arrived since.
-fn clear<T: AsRawFd>(fd: &AsyncFd<T>, events: &mut [Option<ReadyEvent>; 2]) {
-    for ev in events.iter_mut().filter_map(Option::take) {
+fn clear<T: AsRawFd>(fd: &AsyncFd<T>, event: &mut Option<ReadyEvent>) {
+    if let Some(ev) = event.take() {
         fd.io.clear_readiness(ev);
     }
 }
 
-/// Runs `r`'s producer and turns `WouldBlock` into a cleared guard.
+/// Clears `ready` (the closed states are final and stay) as of the
+/// guard's event; the guard keeps the rest.
+fn clear_matching<T: AsRawFd>(fd: &AsyncFd<T>, event: &mut Option<ReadyEvent>, ready: Ready) {
+    if let Some(ev) = event.take() {
+        fd.io.clear_readiness(ev.with_bits(ready.bits()));
+        let left = ev.bits() & !ready.bits();
+        if left != 0 {
+            *event = Some(ev.with_bits(left));
+        }
+    }
+}
+
+/// Turns `WouldBlock` into [`TryIoError`].
 fn would_block<R>(r: io::Result<R>) -> Result<io::Result<R>, TryIoError> {
     match r {
         Err(e) if e.kind() == io::ErrorKind::WouldBlock => Err(TryIoError(())),
@@ -265,15 +527,26 @@ fn would_block<R>(r: io::Result<R>) -> Result<io::Result<R>, TryIoError> {
 }
 
 impl<'a, T: AsRawFd> AsyncFdReadyGuard<'a, T> {
-    /// The readiness the wait saw.
+    /// The readiness the wait saw, within the interest it waited for (empty
+    /// after [`clear_ready`](Self::clear_ready), or for a task woken by an
+    /// event another task cleared first).
     pub fn ready(&self) -> Ready {
-        Ready::from_events(&self.events)
+        ready_of(&self.event)
     }
 
     /// Forgets the readiness: the next wait waits for a new event. Call it
-    /// after an operation returned `WouldBlock` outside [`try_io`](Self::try_io).
+    /// after an operation returned `WouldBlock` outside [`try_io`](Self::try_io),
+    /// never merely because one succeeded. An event that arrived after the
+    /// wait is kept.
     pub fn clear_ready(&mut self) {
-        clear(self.fd, &mut self.events);
+        clear(self.fd, &mut self.event);
+    }
+
+    /// Forgets only `ready` of the readiness (say `Ready::READABLE` after a
+    /// read hit `WouldBlock` while writing may go on); [`ready`](Self::ready)
+    /// no longer shows it.
+    pub fn clear_ready_matching(&mut self, ready: Ready) {
+        clear_matching(self.fd, &mut self.event, ready);
     }
 
     /// Keeps the readiness (what dropping the guard does too).
@@ -281,6 +554,10 @@ impl<'a, T: AsRawFd> AsyncFdReadyGuard<'a, T> {
 
     /// Runs `f`; `WouldBlock` clears the readiness and gives [`TryIoError`],
     /// anything else is returned as `Ok(result)`.
+    ///
+    /// # Errors
+    ///
+    /// [`TryIoError`] when `f` returned `WouldBlock`.
     pub fn try_io<R>(
         &mut self,
         f: impl FnOnce(&'a AsyncFd<T>) -> io::Result<R>,
@@ -304,14 +581,20 @@ impl<'a, T: AsRawFd> AsyncFdReadyGuard<'a, T> {
 }
 
 impl<T: AsRawFd> AsyncFdReadyMutGuard<'_, T> {
-    /// The readiness the wait saw.
+    /// The readiness the wait saw (see [`AsyncFdReadyGuard::ready`]).
     pub fn ready(&self) -> Ready {
-        Ready::from_events(&self.events)
+        ready_of(&self.event)
     }
 
     /// Forgets the readiness: the next wait waits for a new event.
     pub fn clear_ready(&mut self) {
-        clear(self.fd, &mut self.events);
+        clear(self.fd, &mut self.event);
+    }
+
+    /// Forgets only `ready` of the readiness (see
+    /// [`AsyncFdReadyGuard::clear_ready_matching`]).
+    pub fn clear_ready_matching(&mut self, ready: Ready) {
+        clear_matching(self.fd, &mut self.event, ready);
     }
 
     /// Keeps the readiness (what dropping the guard does too).
@@ -319,6 +602,10 @@ impl<T: AsRawFd> AsyncFdReadyMutGuard<'_, T> {
 
     /// Runs `f` with the `AsyncFd` lent mutably; `WouldBlock` clears the
     /// readiness and gives [`TryIoError`].
+    ///
+    /// # Errors
+    ///
+    /// [`TryIoError`] when `f` returned `WouldBlock`.
     pub fn try_io<R>(
         &mut self,
         f: impl FnOnce(&mut AsyncFd<T>) -> io::Result<R>,

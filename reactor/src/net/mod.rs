@@ -44,7 +44,10 @@ use std::sync::Mutex;
 use std::task::{ready, Context, Poll, Waker};
 use std::time::Duration;
 
-pub use self::async_fd::{AsyncFd, AsyncFdReadyGuard, AsyncFdReadyMutGuard, TryIoError};
+pub use self::async_fd::{
+    AsyncFd, AsyncFdReadyGuard, AsyncFdReadyMutGuard, AsyncFdRegisterError, AsyncFdTryNewError,
+    TryIoError,
+};
 pub use self::ready::{Interest, Ready};
 pub use self::resolve::{
     lookup_host, set_blocking_hook, set_blocking_hook_if_unset, BlockingHook, BlockingJob,
