@@ -405,3 +405,85 @@ async fn readiness_waits_take_no_coop_budget() {
     .await
     .unwrap();
 }
+
+/// `UnixSocket`: a bound stream socket becomes a listener, another bound
+/// one connects to it (the server sees its path), a datagram one becomes a
+/// `UnixDatagram`; the wrong conversion for the socket's type is an error.
+#[numa_rt::test(max_procs = 2)]
+async fn unix_socket_listen_connect_and_datagram() {
+    use numa_rt::net::UnixSocket;
+    timeout(GUARD, async {
+        let (lp, cp) = (TempPath::new("us_listen"), TempPath::new("us_client"));
+        let listener = {
+            let s = UnixSocket::new_stream().unwrap();
+            s.bind(&lp.0).unwrap();
+            s.listen(16).unwrap()
+        };
+        let connect = {
+            let s = UnixSocket::new_stream().unwrap();
+            s.bind(&cp.0).unwrap();
+            s.connect(&lp.0)
+        };
+        let (accepted, client) = tokio_join(listener.accept(), connect).await;
+        let (mut server, _) = accepted.unwrap();
+        let mut client = client.unwrap();
+        assert_eq!(
+            server.peer_addr().unwrap().as_pathname(),
+            Some(cp.0.as_path())
+        );
+        client.write_all(b"via UnixSocket").await.unwrap();
+        drop(client);
+        let mut got = Vec::new();
+        server.read_to_end(&mut got).await.unwrap();
+        assert_eq!(got, b"via UnixSocket");
+
+        let (dp, ep) = (TempPath::new("us_d"), TempPath::new("us_e"));
+        let d = {
+            let s = UnixSocket::new_datagram().unwrap();
+            s.bind(&dp.0).unwrap();
+            s.datagram().unwrap()
+        };
+        let e = {
+            let s = UnixSocket::new_datagram().unwrap();
+            s.bind(&ep.0).unwrap();
+            s.datagram().unwrap()
+        };
+        e.connect(&dp.0).unwrap();
+        e.send(b"dgram").await.unwrap();
+        let mut buf = [0; 8];
+        let (n, from) = d.recv_from(&mut buf).await.unwrap();
+        assert_eq!(
+            (&buf[..n], from.as_pathname()),
+            (&b"dgram"[..], Some(ep.0.as_path()))
+        );
+
+        let err = UnixSocket::new_datagram().unwrap().listen(1).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "listen cannot be called on a datagram socket"
+        );
+        let err = UnixSocket::new_datagram()
+            .unwrap()
+            .connect(&lp.0)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "connect cannot be called on a datagram socket"
+        );
+        let err = UnixSocket::new_stream().unwrap().datagram().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "datagram cannot be called on a stream socket"
+        );
+        // Connecting to nothing fails with the OS's error.
+        let gone = TempPath::new("us_gone");
+        assert!(UnixSocket::new_stream()
+            .unwrap()
+            .connect(&gone.0)
+            .await
+            .is_err());
+    })
+    .await
+    .unwrap();
+}

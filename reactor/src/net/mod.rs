@@ -37,6 +37,7 @@ mod tcp_socket;
 mod udp;
 pub mod unix;
 mod unix_datagram;
+mod unix_socket;
 
 use std::io;
 use std::net::SocketAddr;
@@ -59,6 +60,7 @@ pub use self::tcp_socket::TcpSocket;
 pub use self::udp::UdpSocket;
 pub use self::unix::{UnixListener, UnixStream};
 pub use self::unix_datagram::UnixDatagram;
+pub use self::unix_socket::UnixSocket;
 use crate::driver::io::Direction;
 use crate::driver::registration::PollEvented;
 use crate::time::{sleep, Sleep};

@@ -159,7 +159,12 @@ impl UnixStream {
 
     /// Connects to the socket at `addr` (a pathname or abstract address).
     pub async fn connect_addr(addr: &SocketAddr) -> io::Result<UnixStream> {
-        let s = UnixStream::new(mio::net::UnixStream::connect_addr(addr)?);
+        UnixStream::connecting(mio::net::UnixStream::connect_addr(addr)?).await
+    }
+
+    /// Waits for the connect in progress on `s` to finish.
+    pub(crate) async fn connecting(s: mio::net::UnixStream) -> io::Result<UnixStream> {
+        let s = UnixStream::new(s);
         wait_fn(|cx| s.poll_connected(cx)).await?;
         Ok(s)
     }
