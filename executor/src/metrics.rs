@@ -340,6 +340,17 @@ impl RuntimeMetrics {
         self.shared.blocking.threads()
     }
 
+    /// tokio's name for [`RuntimeMetrics::blocking_threads`].
+    pub fn num_blocking_threads(&self) -> usize {
+        self.blocking_threads()
+    }
+
+    /// Blocking-pool threads waiting for a closure and not yet claimed by
+    /// one (tokio's metric of the name).
+    pub fn num_idle_blocking_threads(&self) -> usize {
+        self.shared.blocking.idle_threads()
+    }
+
     /// Closures queued for the blocking pool (all its threads busy).
     pub fn blocking_queue_depth(&self) -> usize {
         self.shared.blocking.queue_depth()

@@ -207,7 +207,9 @@ impl Runtime {
     /// (a task stuck in a long poll, a blocking closure). Threads still
     /// running after it are left to finish on their own.
     pub fn shutdown_timeout(mut self, timeout: Duration) {
-        self.shutdown(Some(Instant::now() + timeout));
+        // A timeout past what `Instant` can hold (`Duration::MAX`) waits
+        // as long as it takes, as `shutdown` without one.
+        self.shutdown(Instant::now().checked_add(timeout));
     }
 
     /// Stops the runtime without waiting for busy threads.

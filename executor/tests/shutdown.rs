@@ -171,3 +171,12 @@ fn threads_exit_on_drop() {
     assert_eq!(starts.load(Ordering::SeqCst), stops.load(Ordering::SeqCst));
     assert!(starts.load(Ordering::SeqCst) >= 2);
 }
+
+#[test]
+fn shutdown_timeout_of_duration_max_waits_without_overflow() {
+    let rt = common::rt(2);
+    rt.block_on(async {
+        drop(numa_rt_executor::spawn(std::future::pending::<()>()));
+    });
+    rt.shutdown_timeout(std::time::Duration::MAX);
+}

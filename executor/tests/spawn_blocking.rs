@@ -97,3 +97,35 @@ fn blocking_threads_run_the_thread_hooks() {
     // before shutdown returned.
     assert!(stops.load(Ordering::SeqCst) >= 2, "{stops:?}");
 }
+
+/// Two closures pushed back to back while one thread sleeps: the first
+/// claims it, the second must get a thread of its own. (Counting the
+/// sleeper out only once it ran again let both pushes count it: the
+/// second closure then waited behind the first, which blocks.)
+#[test]
+fn two_pushes_never_count_the_same_idle_thread() {
+    let rt = rt(1);
+    let pool = || rt.handle().metrics();
+    for _ in 0..20 {
+        rt.block_on(rt.handle().spawn_blocking(|| {})).unwrap();
+        // Wait (spinning, bounded) for the pool's thread to sleep again.
+        let until = std::time::Instant::now() + HANG;
+        while pool().num_idle_blocking_threads() == 0 {
+            assert!(std::time::Instant::now() < until, "no thread went idle");
+            std::thread::yield_now();
+        }
+        let (release, blocked) = std::sync::mpsc::channel::<()>();
+        let (done_tx, done) = std::sync::mpsc::channel::<()>();
+        let h = rt.handle();
+        // Blocks until released: whichever thread takes it is gone.
+        let first = h.spawn_blocking(move || blocked.recv_timeout(HANG).is_ok());
+        let second = h.spawn_blocking(move || done_tx.send(()).unwrap());
+        assert!(
+            done.recv_timeout(HANG).is_ok(),
+            "the second closure waited behind the first"
+        );
+        release.send(()).unwrap();
+        assert!(rt.block_on(first).unwrap());
+        rt.block_on(second).unwrap();
+    }
+}

@@ -5,6 +5,18 @@
 //! the ordinary one. Threads are created on demand up to
 //! `max_blocking_threads` (default 512) and leave after `blocking_keep_alive`
 //! (default 10 s) without work. Closures queue when all threads are busy.
+//!
+//! # Waking an idle thread
+//!
+//! `idle` counts the threads free to take a closure: those waiting and not
+//! yet claimed. A push that finds one claims it under the lock (`idle`
+//! down, a `wakeup` token up) and notifies; a waiter leaves its wait only
+//! by taking a token (or at shutdown, or on its keep-alive timeout with no
+//! token left). Decrementing `idle` only once the woken thread ran again
+//! — the obvious way — lets two pushes in a row both count the same
+//! sleeper: one closure then waits behind a closure that may block for
+//! good, with no thread spawned for it (tokio's issue 8056, which its
+//! rt_spawn_blocking test reproduces).
 
 use super::context;
 use super::Shared;
@@ -39,7 +51,10 @@ struct Inner {
 #[derive(Default)]
 struct State {
     queue: VecDeque<Runnable>,
+    /// Waiting threads not yet claimed by a push.
     idle: usize,
+    /// Claims not yet taken: each lets one waiter leave its wait.
+    wakeups: usize,
     threads: usize,
     shutdown: bool,
     handles: Vec<std::thread::JoinHandle<()>>,
@@ -75,6 +90,15 @@ impl BlockingPool {
 
     /// No closure queued or running, read under one lock: a closure moves
     /// from the queue to a thread under it, so it is never in neither.
+    /// Threads waiting and not claimed by a queued closure.
+    pub(crate) fn idle_threads(&self) -> usize {
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .idle
+    }
+
     pub(crate) fn is_idle(&self) -> bool {
         let st = self.inner.state.lock().unwrap_or_else(|e| e.into_inner());
         st.threads == st.idle && st.queue.is_empty()
@@ -151,6 +175,8 @@ impl Inner {
         }
         st.queue.push_back(task);
         if st.idle > 0 {
+            st.idle -= 1;
+            st.wakeups += 1;
             this.work.notify_one();
         } else if st.threads < this.max {
             st.threads += 1;
@@ -188,13 +214,32 @@ impl Inner {
                 break;
             }
             st.idle += 1;
-            let (s, t) = self
-                .work
-                .wait_timeout(st, self.keep_alive)
-                .unwrap_or_else(|e| e.into_inner());
-            st = s;
-            st.idle -= 1;
-            if t.timed_out() && st.queue.is_empty() {
+            // None: a keep-alive past what `Instant` holds, i.e. forever.
+            let deadline = Instant::now().checked_add(self.keep_alive);
+            let mut leave = false;
+            loop {
+                st = match deadline {
+                    Some(d) => {
+                        let left = d.saturating_duration_since(Instant::now());
+                        let waited = self.work.wait_timeout(st, left);
+                        waited.unwrap_or_else(|e| e.into_inner()).0
+                    }
+                    None => self.work.wait(st).unwrap_or_else(|e| e.into_inner()),
+                };
+                if st.wakeups > 0 {
+                    // Claimed (this thread or another sleeper: either way
+                    // one waiter leaves per claim); `idle` already counts it out.
+                    st.wakeups -= 1;
+                    break;
+                }
+                if st.shutdown || deadline.is_some_and(|d| Instant::now() >= d) {
+                    st.idle -= 1;
+                    leave = st.queue.is_empty();
+                    break;
+                }
+                // Spurious: wait on.
+            }
+            if leave && !st.shutdown {
                 break;
             }
         }
