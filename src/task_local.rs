@@ -216,6 +216,22 @@ impl<T: Clone + 'static> LocalKey<T> {
     pub fn get(&'static self) -> T {
         self.with(|v| v.clone())
     }
+
+    /// A clone of the value, or [`AccessError`] outside a scope that sets
+    /// the key (tokio's `try_get`).
+    ///
+    /// ```
+    /// numa_rt::task_local! { static ID: u32; }
+    ///
+    /// # #[numa_rt::main(max_procs = 1)]
+    /// # async fn main() {
+    /// assert!(ID.try_get().is_err());
+    /// ID.scope(7, async { assert_eq!(ID.try_get(), Ok(7)) }).await;
+    /// # }
+    /// ```
+    pub fn try_get(&'static self) -> Result<T, AccessError> {
+        self.try_with(|v| v.clone())
+    }
 }
 
 impl<T: 'static> fmt::Debug for LocalKey<T> {

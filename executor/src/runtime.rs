@@ -26,6 +26,16 @@ pub struct Runtime {
     shut: bool,
 }
 
+// A runtime's state stays consistent when a caller's code panics: user
+// code (tasks, hooks, wakers) runs inside `catch_unwind`, and every lock
+// is taken poison-tolerant. So a `Runtime` or `Handle` may be used after a
+// caught panic, as tokio's (whose are unwind-safe too; `catch_unwind`
+// around `rt.block_on(..)` compiles as it does on tokio).
+impl std::panic::UnwindSafe for Runtime {}
+impl std::panic::RefUnwindSafe for Runtime {}
+impl std::panic::UnwindSafe for Handle {}
+impl std::panic::RefUnwindSafe for Handle {}
+
 /// A cloneable reference to a runtime, usable from any thread.
 #[derive(Clone)]
 pub struct Handle {

@@ -60,3 +60,19 @@ fn block_on_inside_a_task_panics_instead_of_hanging() {
     // The worker survived.
     assert_eq!(rt.block_on(rt.spawn(async { 2 })).unwrap(), 2);
 }
+
+#[test]
+fn runtime_and_handle_are_unwind_safe_as_tokio_s() {
+    fn unwind_safe<T: std::panic::UnwindSafe + std::panic::RefUnwindSafe>() {}
+    unwind_safe::<numa_rt_executor::Runtime>();
+    unwind_safe::<numa_rt_executor::Handle>();
+    // So a caught panic around block_on compiles without AssertUnwindSafe,
+    // and the runtime goes on.
+    let rt = numa_rt_executor::Builder::new()
+        .max_procs(1)
+        .build()
+        .unwrap();
+    let caught = std::panic::catch_unwind(|| rt.block_on(async { panic!("in block_on") }));
+    assert!(caught.is_err());
+    assert_eq!(rt.block_on(rt.spawn(async { 5 })).unwrap(), 5);
+}

@@ -343,7 +343,8 @@ impl JoinError {
 
     fn fmt_with(&self, f: &mut fmt::Formatter<'_>, debug: bool) -> fmt::Result {
         let p = match &self.repr {
-            Repr::Cancelled if debug => return write!(f, "JoinError::Cancelled({})", self.id),
+            // tokio's Debug shapes, which tests and logs match on.
+            Repr::Cancelled if debug => return write!(f, "JoinError::Cancelled({:?})", self.id),
             Repr::Cancelled => return write!(f, "task {} was cancelled", self.id),
             Repr::Panic(p) => p.lock().unwrap_or_else(|e| e.into_inner()),
         };
@@ -354,8 +355,8 @@ impl JoinError {
         match (msg, debug) {
             (Some(m), false) => write!(f, "task {} panicked with message {m:?}", self.id),
             (None, false) => write!(f, "task {} panicked", self.id),
-            (Some(m), true) => write!(f, "JoinError::Panic({}, {m:?})", self.id),
-            (None, true) => write!(f, "JoinError::Panic({}, ..)", self.id),
+            (Some(m), true) => write!(f, "JoinError::Panic({:?}, {m:?}, ...)", self.id),
+            (None, true) => write!(f, "JoinError::Panic({:?}, ...)", self.id),
         }
     }
 }
