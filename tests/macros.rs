@@ -154,3 +154,41 @@ async fn current_thread_body_is_not_send() -> Result<(), Box<dyn std::error::Err
 async fn multi_thread_worker_threads() {
     assert_eq!(numa_rt::Handle::current().metrics().num_procs(), 3);
 }
+
+/// `flavor = "local"` (tokio's local runtime): one thread for the body and
+/// every task, `!Send` tasks spawned with `spawn_local`.
+#[numa_rt::test(flavor = "local")]
+async fn local_flavor_runs_not_send_tasks_on_the_body_s_thread() {
+    let rc = std::rc::Rc::new(5);
+    let body_thread = std::thread::current().id();
+    let r = rc.clone();
+    let (v, thread) =
+        numa_rt::task::spawn_local(async move { (*r + 1, std::thread::current().id()) })
+            .await
+            .unwrap();
+    assert_eq!((v, thread), (6, body_thread));
+    assert_eq!(numa_rt::Handle::current().metrics().num_procs(), 1);
+}
+
+/// `name = ".."` names the runtime (`Builder::name`).
+#[numa_rt::test(name = "named by the attribute")]
+async fn the_name_argument_names_the_runtime() {
+    assert_eq!(
+        numa_rt::Handle::current().name(),
+        Some("named by the attribute")
+    );
+}
+
+/// A `#[numa_rt::main]` method taking `self` (tokio allows parameters on
+/// any such function but `main`): the body runs on the calling thread.
+#[test]
+fn main_on_a_method_taking_self() {
+    struct Service(u32);
+    impl Service {
+        #[numa_rt::main(flavor = "current_thread")]
+        async fn run(self, add: u32) -> u32 {
+            numa_rt::spawn(async move { self.0 + add }).await.unwrap()
+        }
+    }
+    assert_eq!(Service(40).run(2), 42);
+}

@@ -28,6 +28,7 @@ const KNOWN_ARGS: &[&str] = &[
     "deadlock",
     "start_paused",
     "tokio_compat",
+    "name",
     "crate",
 ];
 
@@ -180,8 +181,11 @@ fn unknown_arg(key: &Ident) -> syn::Error {
 struct Config {
     /// `crate = "path"`: where the runtime lives, instead of `::numa_rt`.
     crate_path: Option<Path>,
-    /// `flavor = "current_thread" | "multi_thread"` (tokio's).
+    /// `flavor = "current_thread" | "multi_thread" | "local"` (tokio's; `local` is
+    /// `current_thread`, whose body may already hold `!Send` values and spawn pinned tasks).
     flavor: Option<(Ident, Flavor)>,
+    /// `name = "..."`: the runtime's name (`Builder::name`).
+    name: Option<(Ident, LitStr)>,
     /// `worker_threads = N` (tokio's name): `Builder::max_procs(N)`.
     worker_threads: Option<(Ident, Literal)>,
     /// `tokio_compat` or `tokio_compat = true | false`: the side tokio
@@ -239,6 +243,7 @@ impl Config {
             || self.topology.is_some()
             || self.deadlock.is_some()
             || self.start_paused.is_some()
+            || self.name.is_some()
     }
 }
 
@@ -315,13 +320,17 @@ fn apply_arg(config: &mut Config, seen: &mut Vec<String>, arg: Arg) -> syn::Resu
         "flavor" => {
             let lit = string_lit(&name, &arg.value, "\"current_thread\"")?;
             let flavor = match lit.value().as_str() {
-                "current_thread" => Flavor::CurrentThread,
+                // tokio's local runtime runs everything on one thread and lets the body spawn
+                // `!Send` tasks: numa_rt's current-thread body is already a pinned task on the
+                // one P, where `spawn_local` works and everything runs on the P's thread.
+                "current_thread" | "local" => Flavor::CurrentThread,
                 "multi_thread" => Flavor::MultiThread,
                 other => {
                     return Err(syn::Error::new_spanned(
                         &lit,
                         format!(
-                            "`flavor` is \"current_thread\" or \"multi_thread\", not {other:?}"
+                            "`flavor` is \"current_thread\", \"multi_thread\" or \"local\", \
+                             not {other:?}"
                         ),
                     ))
                 }
@@ -371,6 +380,10 @@ fn apply_arg(config: &mut Config, seen: &mut Vec<String>, arg: Arg) -> syn::Resu
         }
         "start_paused" => {
             config.start_paused = Some((arg.key, bool_lit(&name, &arg.value)?));
+        }
+        "name" => {
+            let lit = string_lit(&name, &arg.value, "\"my-service\"")?;
+            config.name = Some((arg.key, lit));
         }
         "crate" => {
             let lit = string_lit(&name, &arg.value, "\"numa_rt\"")?;
@@ -481,7 +494,10 @@ fn check_fn(kind: Kind, func: &ItemFn) -> syn::Result<()> {
             ),
         );
     }
-    if !sig.inputs.is_empty() || sig.variadic.is_some() {
+    // tokio's rule: a `#[main]` function other than `main` may take parameters (a method taking
+    // `self`); the body then runs on the calling thread (`block_on`, see `expand_fn`).
+    let may_take = kind == Kind::Main && sig.ident != "main" && sig.variadic.is_none();
+    if !may_take && (!sig.inputs.is_empty() || sig.variadic.is_some()) {
         let what = match kind {
             Kind::Main if sig.ident == "main" => "the `main` function".to_string(),
             _ => format!("a {attr} function"),
@@ -618,6 +634,9 @@ fn runtime_expr(kind: Kind, config: &Config) -> TokenStream {
     if let Some((key, b)) = &config.start_paused {
         calls.extend(quote_spanned! {key.span()=> .start_paused(#b) });
     }
+    if let Some((key, n)) = &config.name {
+        calls.extend(quote_spanned! {key.span()=> .name(#n) });
+    }
     match &config.tokio_compat {
         // `enable_tokio_compat` exists only with numa_rt's `tokio-compat` feature: the facade's
         // `__tokio_compat!` calls it, or is a compile error naming the feature.
@@ -694,7 +713,9 @@ fn expand_fn(kind: Kind, config: &Config, func: ItemFn) -> TokenStream {
     } else {
         quote! { async move #block }
     };
-    if config.flavor(kind) == Flavor::CurrentThread {
+    // A body that uses the function's parameters (a method's `self`) is polled where they are,
+    // by `block_on`: `run_on_worker` would need them `Send + 'static`.
+    if config.flavor(kind) == Flavor::CurrentThread && sig.inputs.is_empty() {
         // The body is built and polled on the one worker (`Runtime::run_on_worker`), so it never
         // races its own tasks. Tests erase its type: `run_on_worker` is instantiated once per
         // output type rather than once per test.
@@ -860,7 +881,7 @@ mod tests {
     fn unknown_argument() {
         assert_eq!(
             arg_errors("foo = 1"),
-            ["unknown attribute `foo`: expected one of `flavor`, `worker_threads`, `max_procs`, `topology`, `global_queue_interval`, `deadlock`, `start_paused`, `tokio_compat`, `crate`"]
+            ["unknown attribute `foo`: expected one of `flavor`, `worker_threads`, `max_procs`, `topology`, `global_queue_interval`, `deadlock`, `start_paused`, `tokio_compat`, `name`, `crate`"]
         );
         // Unknown and without a value: still reported as unknown.
         assert!(arg_errors("foo")[0].starts_with("unknown attribute `foo`"));
@@ -1094,8 +1115,8 @@ mod tests {
     #[test]
     fn flavor_errors() {
         assert_eq!(
-            arg_errors(r#"flavor = "local""#),
-            [r#"`flavor` is "current_thread" or "multi_thread", not "local""#]
+            arg_errors(r#"flavor = "remote""#),
+            [r#"`flavor` is "current_thread", "multi_thread" or "local", not "remote""#]
         );
         assert_eq!(
             arg_errors(r#"flavor = "current_thread", worker_threads = 2"#),
@@ -1247,10 +1268,9 @@ mod tests {
             errors(&main_str("", "async fn main(x: u32) {}")),
             ["the `main` function cannot take parameters"]
         );
-        assert_eq!(
-            errors(&main_str("", "async fn run(x: u32) {}")),
-            ["a #[numa_rt::main] function cannot take parameters"]
-        );
+        // tokio's rule: only `main` itself may not (a method taking `self` may).
+        assert!(errors(&main_str("", "async fn run(x: u32) {}")).is_empty());
+        assert!(errors(&main_str("", "async fn f(self) {}")).is_empty());
         assert_eq!(
             errors(&test_str("", "async fn t(x: u32) {}")),
             ["a #[numa_rt::test] function cannot take parameters"]
