@@ -180,6 +180,8 @@ pub mod task {
 
     pub use crate::task_local::{AccessError, LocalKey};
 
+    pub mod coop;
+
     /// The futures of this module's functions, at tokio's path.
     pub mod futures {
         pub use crate::task_local::TaskLocalFuture;

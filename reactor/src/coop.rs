@@ -64,6 +64,17 @@ pub fn poll_proceed(cx: &mut Context<'_>) -> Poll<()> {
     })
 }
 
+/// Gives back the unit the last [`poll_proceed`] took: the operation it was
+/// taken for made no progress (tokio's `RestoreOnPending`). Does nothing
+/// outside a task poll or inside [`unconstrained`].
+pub fn refund() {
+    CURRENT.with(|c| {
+        if let Some(n) = c.get() {
+            c.set(Some(n.saturating_add(1).min(BUDGET)));
+        }
+    });
+}
+
 /// Whether the current poll has budget left (always true outside a task poll).
 pub fn has_budget_remaining() -> bool {
     CURRENT.with(|c| c.get() != Some(0))
