@@ -52,7 +52,7 @@ pub use histogram::HistogramConfig;
 pub use metrics::{
     Instrumented, Intervals, NodeMetrics, ProcMetrics, RuntimeMetrics, TaskMetrics, TaskMonitor,
 };
-pub use runtime::{Handle, Id as RuntimeId, Runtime, RuntimeFlavor, TryCurrentError};
+pub use runtime::{worker_index, Handle, Id as RuntimeId, Runtime, RuntimeFlavor, TryCurrentError};
 pub use scheduler::context::EnterGuard;
 pub use scheduler::placement::{Placement, Rule, PLACEMENT_ENV};
 pub use spawn::{spawn, spawn_blocking, spawn_local, spawn_near};

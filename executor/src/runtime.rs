@@ -75,6 +75,24 @@ impl fmt::Display for Id {
     }
 }
 
+/// The index of the P the calling thread runs tasks for (tokio's
+/// `runtime::worker_index`): `Some(0..max_procs)` inside a task on a
+/// worker, `None` on any other thread — one in `block_on`, a blocking-pool
+/// thread, a worker inside `block_in_place` (its P has moved on).
+///
+/// ```
+/// let rt = numa_rt_executor::Builder::new().max_procs(2).build().unwrap();
+/// let index = rt.block_on(rt.spawn(async { numa_rt_executor::worker_index() }));
+/// assert!(matches!(index.unwrap(), Some(0 | 1)));
+/// assert_eq!(rt.block_on(async { numa_rt_executor::worker_index() }), None);
+/// ```
+pub fn worker_index() -> Option<usize> {
+    if !context::in_worker() {
+        return None;
+    }
+    context::current_p_of(&context::current()?)
+}
+
 /// Returned by [`Handle::try_current`] outside a runtime.
 #[derive(Debug)]
 pub struct TryCurrentError(());

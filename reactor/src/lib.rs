@@ -41,6 +41,7 @@ pub mod signal;
 mod sys;
 pub mod time;
 
+pub use driver::io::is_shutdown_error;
 pub use driver::{Driver, DriverStats, Reactor, SysmonHook, Unparker, FDS_PER_PROC};
 
 #[cfg(test)]

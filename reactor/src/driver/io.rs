@@ -124,8 +124,19 @@ impl Wakeups {
     }
 }
 
+/// What I/O on a source of a runtime that has shut down fails with.
+pub(crate) const SHUTDOWN_MESSAGE: &str = "numa_rt runtime has shut down";
+
 pub(crate) fn shutdown_error() -> io::Error {
-    io::Error::other("numa_rt runtime has shut down")
+    io::Error::other(SHUTDOWN_MESSAGE)
+}
+
+/// Whether `err` is [`shutdown_error`]'s (tokio's `is_rt_shutdown_err`).
+pub fn is_shutdown_error(err: &io::Error) -> bool {
+    err.kind() == io::ErrorKind::Other
+        && err
+            .get_ref()
+            .is_some_and(|e| e.source().is_none() && e.to_string() == SHUTDOWN_MESSAGE)
 }
 
 impl ScheduledIo {
