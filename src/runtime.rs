@@ -18,8 +18,8 @@
 //! ```
 
 pub use numa_rt_executor::{
-    worker_index, Builder, EnterGuard, Handle, Runtime, RuntimeFlavor, RuntimeId as Id,
-    RuntimeMetrics, TryCurrentError,
+    worker_index, Builder, EnterGuard, Handle, LocalOptions, LocalRuntime, Runtime, RuntimeFlavor,
+    RuntimeId as Id, RuntimeMetrics, TryCurrentError,
 };
 
 /// Whether `err` is the error numa_rt's I/O fails with once its runtime

@@ -478,6 +478,19 @@ impl Builder {
         self
     }
 
+    /// Builds a [`LocalRuntime`](crate::LocalRuntime): this builder's
+    /// runtime (one P from `new_current_thread`) whose `block_on` thread
+    /// also runs `!Send` tasks (tokio's `build_local`).
+    ///
+    /// # Errors
+    /// As [`Builder::build`].
+    pub fn build_local(
+        &mut self,
+        _options: crate::LocalOptions,
+    ) -> io::Result<crate::LocalRuntime> {
+        Ok(crate::LocalRuntime::from_runtime(self.build()?))
+    }
+
     /// Builds the runtime; its threads start at once.
     ///
     /// Errors (`InvalidInput`) name what was wrong: `max_procs(0)`, a zero

@@ -33,6 +33,7 @@ mod builder;
 mod config;
 mod counters;
 mod histogram;
+mod local_runtime;
 mod loom;
 mod metrics;
 pub mod numa;
@@ -49,6 +50,7 @@ pub use blocking::{block_in_place, resolve_names_on_blocking_pool};
 pub use builder::{Builder, MAXPROCS_ENV};
 pub use config::{DeadlockMode, DEADLOCK_ENV, RETAKE_ENV, SCHEDTRACE_ENV, STALL_ENV};
 pub use histogram::HistogramConfig;
+pub use local_runtime::{LocalOptions, LocalRuntime};
 pub use metrics::{
     Instrumented, Intervals, NodeMetrics, ProcMetrics, RuntimeMetrics, TaskMetrics, TaskMonitor,
 };

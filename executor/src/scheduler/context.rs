@@ -202,8 +202,18 @@ pub struct EnterGuard {
     /// This guard's place on the thread's stack of entered runtimes.
     depth: usize,
     _reactor: numa_rt_reactor::context::EnterGuard,
+    /// A `LocalRuntime`'s set, entered with it (restored after the runtime).
+    local: Option<LocalGuard>,
     /// Not Send: the guard restores this thread's state.
     _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl EnterGuard {
+    /// Also makes `queue` this thread's pinned queue until the guard drops.
+    pub(crate) fn with_local(mut self, queue: Arc<LocalQueue>) -> EnterGuard {
+        self.local = Some(set_local_queue(queue));
+        self
+    }
 }
 
 pub(crate) fn enter(shared: Arc<Shared>) -> EnterGuard {
@@ -217,6 +227,7 @@ pub(crate) fn enter(shared: Arc<Shared>) -> EnterGuard {
         prev,
         depth,
         _reactor: reactor,
+        local: None,
         _not_send: std::marker::PhantomData,
     }
 }

@@ -106,6 +106,11 @@ impl LocalSet {
         RunUntil { set: self, future }
     }
 
+    /// The set's queue (for `LocalRuntime::enter`).
+    pub(crate) fn queue(&self) -> &Arc<LocalQueue> {
+        &self.queue
+    }
+
     /// Runs up to `TASKS_PER_TURN` queued tasks, with the set as this
     /// thread's pinned queue. True when tasks were left queued.
     fn turn(&self, cx: &Context<'_>) -> bool {
