@@ -104,3 +104,48 @@ fn ids_are_unique_and_error_ids_match() {
     rt.block_on(a).unwrap();
     assert_eq!(rt.block_on(b).unwrap_err().id(), bid);
 }
+
+/// An output whose destructor reports `try_id()`.
+struct ReportsId(Option<std::sync::mpsc::Sender<Option<numa_rt_executor::task::Id>>>);
+impl Drop for ReportsId {
+    fn drop(&mut self) {
+        let _ = self
+            .0
+            .take()
+            .unwrap()
+            .send(numa_rt_executor::task::try_id());
+    }
+}
+
+#[test]
+fn an_output_dropped_with_its_handle_sees_its_own_task_s_id() {
+    let rt = common::rt(1);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (id, reported) = rt
+        .block_on(rt.spawn(async move {
+            let h = numa_rt_executor::spawn(async move { ReportsId(Some(tx)) });
+            let id = h.id();
+            // Finished but not taken: dropping the handle drops the output
+            // here, inside another task.
+            while !h.is_finished() {
+                numa_rt_executor::task::yield_now().await;
+            }
+            drop(h);
+            (id, rx.recv().unwrap())
+        }))
+        .unwrap();
+    assert_eq!(reported, Some(id));
+}
+
+#[test]
+fn an_output_nobody_awaits_sees_its_own_task_s_id() {
+    let rt = common::rt(1);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let h = rt.spawn(async move {
+        numa_rt_executor::task::yield_now().await;
+        ReportsId(Some(tx))
+    });
+    let id = h.id();
+    drop(h); // before completion: the runtime drops the output
+    assert_eq!(rx.recv_timeout(common::HANG).unwrap(), Some(id));
+}

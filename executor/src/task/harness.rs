@@ -42,10 +42,18 @@ impl Enter {
     }
 }
 
+impl Enter {
+    /// [`Enter::new`] where this thread's locals may be gone (a handle
+    /// dropped by a `thread_local!`'s destructor): `None` then.
+    fn try_new(current: &Current) -> Option<Enter> {
+        CURRENT.try_with(|c| Enter(c.replace(current))).ok()
+    }
+}
+
 impl Drop for Enter {
     #[inline]
     fn drop(&mut self) {
-        CURRENT.with(|c| c.set(self.0));
+        let _ = CURRENT.try_with(|c| c.set(self.0));
     }
 }
 
@@ -194,6 +202,14 @@ impl<T> Output<T> {
         // so this is the only take.
         let result = unsafe { ManuallyDrop::take(&mut self.result) };
         let id = self.id;
+        // The value's destructor runs as part of its task: `id()` names the
+        // task that made it, whoever drops it (tokio's rule), not the task
+        // dropping the handle.
+        let current = Current {
+            id: Some(id),
+            waker: ptr::null(),
+        };
+        let _enter = Enter::try_new(&current);
         match result {
             Err(Failure::DropPanicked(p)) => {
                 eprintln!(
