@@ -259,7 +259,13 @@ impl Runtime {
         shared.reactor.shutdown();
         shared.machines.wait_all(deadline, me);
         shared.blocking.shutdown(deadline);
-        shared.drain_all();
+        {
+            // The futures dropped here see their runtime as tokio's do
+            // (`Handle::try_current` in a destructor): entered for the
+            // drain, left before the side tokio runtime stops.
+            let _entered = context::enter(shared.clone());
+            shared.drain_all();
+        }
         // Last: tokio resources inside the futures just dropped have
         // deregistered from a driver still alive.
         shared.stop_tokio(deadline);

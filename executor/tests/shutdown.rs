@@ -180,3 +180,27 @@ fn shutdown_timeout_of_duration_max_waits_without_overflow() {
     });
     rt.shutdown_timeout(std::time::Duration::MAX);
 }
+
+#[test]
+fn futures_dropped_at_shutdown_see_their_runtime() {
+    struct SeesRuntime(Arc<AtomicUsize>);
+    impl Drop for SeesRuntime {
+        fn drop(&mut self) {
+            if numa_rt_executor::Handle::try_current().is_ok() {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+    }
+    let seen = Arc::new(AtomicUsize::new(0));
+    let rt = rt(2);
+    for _ in 0..4 {
+        let s = SeesRuntime(seen.clone());
+        drop(rt.spawn(async move {
+            let _s = s;
+            std::future::pending::<()>().await
+        }));
+    }
+    // Never polled (queued) or idle: both kinds are dropped at shutdown.
+    drop(rt);
+    assert_eq!(seen.load(Ordering::SeqCst), 4);
+}
