@@ -138,9 +138,15 @@ impl TcpStream {
         TcpStream::connecting(mio::net::TcpStream::connect(addr)?).await
     }
 
-    /// Waits for the connect in progress on `s` to finish.
+    /// Waits for the connect in progress on `s` to finish. The stream
+    /// starts ready in no direction (tokio's): the poller's first event
+    /// says when the connection is up (writable), and `ready(READABLE)`
+    /// waits for data instead of resolving at once.
     pub(crate) async fn connecting(s: mio::net::TcpStream) -> io::Result<TcpStream> {
-        let s = TcpStream::new(s);
+        let s = TcpStream {
+            io: PollEvented::new(s, Interest::READABLE | Interest::WRITABLE, Kind::Stream)
+                .reported(),
+        };
         wait_fn(|cx| s.poll_connected(cx)).await?;
         Ok(s)
     }

@@ -162,9 +162,14 @@ impl UnixStream {
         UnixStream::connecting(mio::net::UnixStream::connect_addr(addr)?).await
     }
 
-    /// Waits for the connect in progress on `s` to finish.
+    /// Waits for the connect in progress on `s` to finish. The stream
+    /// starts ready in no direction (tokio's): `connect` stays pending until
+    /// the poller reports the socket writable, then checks `SO_ERROR`.
     pub(crate) async fn connecting(s: mio::net::UnixStream) -> io::Result<UnixStream> {
-        let s = UnixStream::new(s);
+        let s = UnixStream {
+            io: PollEvented::new(s, Interest::READABLE | Interest::WRITABLE, Kind::Stream)
+                .reported(),
+        };
         wait_fn(|cx| s.poll_connected(cx)).await?;
         Ok(s)
     }
