@@ -1,12 +1,13 @@
 //! Helpers for `AsyncRead`/`AsyncWrite` (tokio-util's `io` module).
 //!
-//! Everything but [`SyncIoBridge`] and [`read_exact_arc`] is tokio-util's
-//! own code, re-exported: [`ReaderStream`], [`StreamReader`],
+//! Everything but [`SyncIoBridge`], [`read_exact_arc`] and [`simplex`] is
+//! tokio-util's own code, re-exported: [`ReaderStream`], [`StreamReader`],
 //! [`SinkWriter`], [`CopyToBytes`], [`InspectReader`]/[`InspectWriter`],
-//! [`simplex`], [`read_buf`], [`poll_read_buf`], [`write_all_vectored`].
-//! The two written here are the ones tokio-util keeps behind its `io-util`
-//! feature, which compiles tokio's runtime in: [`SyncIoBridge`] blocks on a
-//! numa_rt [`Handle`] instead of a tokio one.
+//! [`read_buf`], [`poll_read_buf`], [`write_all_vectored`]. The first two
+//! written here are the ones tokio-util keeps behind its `io-util` feature,
+//! which compiles tokio's runtime in: [`SyncIoBridge`] blocks on a numa_rt
+//! [`Handle`] instead of a tokio one. [`simplex`] is written here so that it
+//! takes numa_rt's cooperative budget (tokio-util's takes tokio's).
 //!
 //! ```
 //! use futures::StreamExt;
@@ -21,6 +22,8 @@
 //! ```
 
 pub use tokio_util::io::*;
+
+pub mod simplex;
 
 use numa_rt::runtime::Handle;
 use std::future::poll_fn;
