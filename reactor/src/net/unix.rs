@@ -10,6 +10,8 @@
 //! writable, then checks `SO_ERROR`: a connection the listener drops before
 //! accepting fails there instead of looking connected.
 
+pub mod pipe;
+
 use crate::driver::waiters::wait_fn;
 use std::io;
 use std::net::Shutdown;
