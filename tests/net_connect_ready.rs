@@ -151,3 +151,11 @@ async fn a_unix_connect_completes_on_the_pollers_report() {
     .await
     .unwrap();
 }
+
+/// `TcpSocket::device` reads `SO_BINDTODEVICE`: none on a fresh socket.
+#[cfg(target_os = "linux")]
+#[test]
+fn tcp_socket_device_is_none_when_unbound() {
+    let s = TcpSocket::new_v4().unwrap();
+    assert_eq!(s.device().unwrap(), None);
+}

@@ -246,8 +246,10 @@ async fn peer_cred_is_this_process() {
         let (a, b) = UnixStream::pair().unwrap();
         let p = TempPath::new("cred");
         let listener = UnixListener::bind(&p.0).unwrap();
+        assert!(listener.take_error().unwrap().is_none());
         let (accepted, client) = tokio_join(listener.accept(), UnixStream::connect(&p.0)).await;
         let (server, _) = accepted.unwrap();
+        assert!(server.take_error().unwrap().is_none());
         for s in [a, b, server, client.unwrap()] {
             let c = s.peer_cred().unwrap();
             assert_eq!((c.uid(), c.gid(), c.pid()), (uid, gid, Some(pid)));

@@ -205,6 +205,20 @@ impl TcpSocket {
         self.inner.take_error()
     }
 
+    /// Gets `SO_BINDTODEVICE`: the interface the socket is bound to, if any.
+    #[cfg(any(target_os = "android", target_os = "fuchsia", target_os = "linux"))]
+    pub fn device(&self) -> io::Result<Option<Vec<u8>>> {
+        self.inner.device()
+    }
+
+    /// Sets `SO_BINDTODEVICE`: only packets that arrive on `interface` are
+    /// received (`None` or an empty name removes the binding; binding needs
+    /// `CAP_NET_RAW` on most kernels).
+    #[cfg(any(target_os = "android", target_os = "fuchsia", target_os = "linux"))]
+    pub fn bind_device(&self, interface: Option<&[u8]>) -> io::Result<()> {
+        self.inner.bind_device(interface)
+    }
+
     /// Connects to `addr`, turning the socket into a [`TcpStream`].
     pub async fn connect(self, addr: SocketAddr) -> io::Result<TcpStream> {
         match self.inner.connect(&SockAddr::from(addr)) {
