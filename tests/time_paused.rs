@@ -404,3 +404,18 @@ async fn ready_io_is_seen_before_the_clock_jumps_on_one_p() {
 // races). With two busy-loops beside it that failed 5 runs of 30 (1 of 30
 // before this session's scheduler changes). tokio allows pausing only on
 // its current-thread runtime, where this cannot happen.
+
+/// A sleep beyond the wheel's reach (2.2 years), registered once the
+/// clock has moved to the last millisecond of a top-level slot, must not
+/// hide a 10 ms sleep registered after it (tokio's
+/// long_wait_sleep_does_not_break_other_timers, which hung).
+#[numa_rt::test(start_paused = true)]
+async fn a_far_sleep_registered_late_hides_no_near_sleep() {
+    use std::time::Duration;
+    numa_rt::time::advance(Duration::from_millis((1 << 30) - 1)).await;
+    let mut far = Box::pin(numa_rt::time::sleep(Duration::from_millis(10 << 36)));
+    assert!(futures::poll!(far.as_mut()).is_pending());
+    let start = numa_rt::time::Instant::now();
+    numa_rt::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(start.elapsed(), Duration::from_millis(10));
+}

@@ -36,8 +36,10 @@
 //! timerfd expiry, as with an ordered map.
 //!
 //! A deadline beyond the top level's reach (2^36 ticks, 2.2 years ahead) is
-//! placed as if it were due at the reach's end; when its slot comes up it is
-//! linked again from there, so it fires at its true deadline.
+//! placed as if it were due at the end of the top-level slot just behind
+//! the current one, a turn ahead (2^36 − 2^30 to 2^36 ticks away); when
+//! that slot comes up it is linked again from there, so it fires at its
+//! true deadline.
 //!
 //! # Storage
 //! Timers live in a slab (`nodes`), each slot's list doubly linked through
@@ -193,7 +195,15 @@ impl Wheel {
     /// `(level, slot)`.
     #[inline]
     fn place(&self, tick: u64) -> (usize, usize) {
-        let tick = tick.min(self.elapsed.saturating_add(MAX_AHEAD));
+        // Beyond the reach: the last tick of the top-level slot just behind
+        // the current one, a turn ahead. Not `elapsed + MAX_AHEAD`, which
+        // can land in the current top slot itself: that slot then comes
+        // first in `next_expiration`'s rotation while starting a whole turn
+        // later, and hides every timer in the slots after it (tokio's
+        // time_sleep test long_wait_sleep_does_not_break_other_timers hung).
+        let top = BITS * (LEVELS as u32 - 1);
+        let cap = ((self.elapsed >> top) << top).saturating_add(MAX_AHEAD);
+        let tick = tick.min(cap);
         // The highest differing bit names the level; bits 0-5 all mean 0.
         let differ = (self.elapsed ^ tick) | (SLOTS as u64 - 1);
         let level = ((63 - differ.leading_zeros()) / BITS) as usize;
@@ -501,6 +511,25 @@ mod tests {
         w.advance(now, &mut out);
         out.sort_by_key(|f| (f.0, f.1));
         out.into_iter().map(|f| f.0 - t0).collect()
+    }
+
+    /// A timer beyond the reach, placed while `elapsed` sits at the end of
+    /// a top-level slot, must not hide a nearer timer in the next slot.
+    #[test]
+    fn a_far_timer_placed_late_in_a_top_slot_hides_nothing() {
+        let t0 = Instant::now();
+        let mut w = Wheel::new(t0);
+        let late = (1u64 << 30) - 1; // the last tick of top slot 0
+        assert!(advance(&mut w, t0, t0 + ms(late)).is_empty());
+        w.insert(t0 + ms(late + (10 << 36)), waker());
+        w.insert(t0 + ms(late + 10), waker());
+        assert_eq!(w.next_deadline(), Some(t0 + ms(late + 10)));
+        assert_eq!(
+            advance(&mut w, t0, t0 + ms(late + 10)),
+            [ms(late + 10)],
+            "the near timer fires at its deadline"
+        );
+        assert_eq!(w.next_deadline(), Some(t0 + ms(late + (10 << 36))));
     }
 
     /// A timer goes down level by level and fires at its deadline, not a
