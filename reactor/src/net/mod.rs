@@ -6,7 +6,16 @@
 //! first time it is polled, with the io poller of the P that polls it (a
 //! connection lives where its task runs); a socket first polled outside a
 //! worker goes to a P chosen round-robin. Every operation takes one unit of
-//! the task's coop budget.
+//! the task's coop budget, except the readiness waits (`ready`, `readable`,
+//! `writable`), which take none, as tokio's.
+//!
+//! What a socket is first taken to be ready for follows tokio: an accepted
+//! stream, a pair and a socket from `from_std` are assumed ready both ways
+//! (their first operation tries the syscall at once); a stream from
+//! `connect` starts ready in no direction, so `connect` waits for the
+//! poller's writable report (then checks `SO_ERROR`) and `ready(READABLE)`
+//! waits for data; a pipe end (`unix::pipe`) also starts ready in no
+//! direction, registered as soon as it is made inside a runtime.
 //!
 //! Streams implement [`futures_io::AsyncRead`] and [`futures_io::AsyncWrite`]
 //! (`poll_close` shuts the write half down), so any futures-io library works
@@ -22,6 +31,14 @@
 //! `try_read`/`try_write` (`try_send`/`try_recv` for datagrams), which never
 //! wait: without readiness they return `WouldBlock` without a syscall, and a
 //! `WouldBlock` from the syscall clears the readiness so the next wait waits.
+//! `try_io` and `async_io` run the caller's own syscall the same way.
+//!
+//! The signatures are tokio 1.54's: the datagram `poll_recv`/`poll_recv_from`/
+//! `poll_peek*` fill a `ReadBuf` (memory that may be uninitialised, read
+//! through socket2, never viewed as `&mut [u8]`) and give the sender's
+//! address; the `recv_buf` family and `try_read_buf` fill a `BufMut`'s
+//! spare capacity. A Unix path starting with a NUL byte names a Linux
+//! abstract socket.
 //!
 //! An accept that fails because the process or system ran out of file
 //! descriptors (`EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM`) does not return the
