@@ -461,14 +461,23 @@ impl Handle {
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
         if context::in_worker() {
             panic!(
-                "Cannot block_on from inside a numa_rt worker thread: it would block the worker \
+                "Cannot start a runtime from within a runtime. This happens because a function \
+                 (like `block_on`) attempted to block the current thread while the thread is \
+                 being used to drive asynchronous tasks. If you are in an async function, use \
+                 `.await` on the future instead of blocking on it. (numa_rt: \
+                 Cannot block_on from inside a numa_rt worker thread: it would block the worker \
                  and can deadlock the runtime. Use `.await` in async code, or move the blocking \
-                 part to numa_rt::spawn_blocking / numa_rt::block_in_place."
+                 part to numa_rt::spawn_blocking / numa_rt::block_in_place.)"
             );
         }
         if context::local_queue().is_some() {
+            // tokio's words first (code and tests match on them), then ours.
             panic!(
-                "Cannot block_on inside another block_on on the same thread; use `.await` instead."
+                "Cannot start a runtime from within a runtime. This happens because a function \
+                 (like `block_on`) attempted to block the current thread while the thread is \
+                 being used to drive asynchronous tasks. If you are in an async function, use \
+                 `.await` on the future instead of blocking on it. (numa_rt: Cannot block_on \
+                 inside another block_on on the same thread.)"
             );
         }
         let _enter = self.enter();

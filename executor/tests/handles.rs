@@ -76,3 +76,26 @@ fn runtime_and_handle_are_unwind_safe_as_tokio_s() {
     assert!(caught.is_err());
     assert_eq!(rt.block_on(rt.spawn(async { 5 })).unwrap(), 5);
 }
+
+#[test]
+fn block_on_inside_block_on_panics_with_tokio_s_words() {
+    let rt = numa_rt_executor::Builder::new()
+        .max_procs(1)
+        .build()
+        .unwrap();
+    let h = rt.handle().clone();
+    let err = std::panic::catch_unwind(|| rt.block_on(async { h.block_on(async {}) })).unwrap_err();
+    let msg = common_msg(&*err);
+    assert!(
+        msg.starts_with("Cannot start a runtime from within a runtime."),
+        "{msg}"
+    );
+    assert!(msg.contains("another block_on"), "{msg}");
+}
+
+fn common_msg(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
