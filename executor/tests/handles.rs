@@ -85,7 +85,7 @@ fn block_on_inside_block_on_panics_with_tokio_s_words() {
         .unwrap();
     let h = rt.handle().clone();
     let err = std::panic::catch_unwind(|| rt.block_on(async { h.block_on(async {}) })).unwrap_err();
-    let msg = common_msg(&*err);
+    let msg = common::panic_message(&*err);
     assert!(
         msg.starts_with("Cannot start a runtime from within a runtime."),
         "{msg}"
@@ -93,9 +93,3 @@ fn block_on_inside_block_on_panics_with_tokio_s_words() {
     assert!(msg.contains("another block_on"), "{msg}");
 }
 
-fn common_msg(p: &(dyn std::any::Any + Send)) -> String {
-    p.downcast_ref::<String>()
-        .cloned()
-        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_default()
-}
