@@ -208,3 +208,24 @@ fn a_set_and_a_runtime_kept_in_a_thread_local_drop_at_thread_exit() {
     .expect("the thread exits without a panic in its locals' destructors");
     assert_eq!(drops.load(SeqCst), 1);
 }
+
+#[test]
+fn join_set_spawn_local_on_a_set() {
+    let rt = rt(1);
+    let set = LocalSet::new();
+    let mut joins = numa_rt_executor::JoinSet::new();
+    let rc = Rc::new(20);
+    for i in 0..3 {
+        let rc = rc.clone();
+        joins.spawn_local_on(async move { *rc + i }, &set);
+    }
+    let mut got = set.block_on(&rt, async {
+        let mut v = Vec::new();
+        while let Some(r) = joins.join_next().await {
+            v.push(r.unwrap());
+        }
+        v
+    });
+    got.sort();
+    assert_eq!(got, [20, 21, 22]);
+}

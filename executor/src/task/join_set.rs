@@ -399,6 +399,16 @@ impl<T: 'static> JoinSet<T> {
         self.insert(crate::spawn_local(future))
     }
 
+    /// Spawns a `!Send` task onto `local_set` (it runs while the set is
+    /// driven) and adds it to the set.
+    #[track_caller]
+    pub fn spawn_local_on<F>(&mut self, future: F, local_set: &super::LocalSet) -> AbortHandle
+    where
+        F: Future<Output = T> + 'static,
+    {
+        self.insert(local_set.spawn_local(future))
+    }
+
     /// Runs a blocking closure on the blocking pool (see
     /// [`spawn_blocking`](crate::spawn_blocking)) and adds it to the set.
     /// Aborting it only has an effect before it starts.

@@ -48,7 +48,8 @@ fn after(at: Instant, period: Duration) -> Instant {
 /// Ticks every `period`, the first tick at once.
 ///
 /// # Panics
-/// If `period` is zero.
+/// If `period` is zero (at the caller's line).
+#[track_caller]
 pub fn interval(period: Duration) -> Interval {
     interval_at(Instant::now(), period)
 }
@@ -56,7 +57,8 @@ pub fn interval(period: Duration) -> Interval {
 /// Ticks every `period`, the first tick at `start`.
 ///
 /// # Panics
-/// If `period` is zero.
+/// If `period` is zero (at the caller's line).
+#[track_caller]
 pub fn interval_at(start: Instant, period: Duration) -> Interval {
     assert!(!period.is_zero(), "interval period must be non-zero");
     Interval {
