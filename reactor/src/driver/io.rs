@@ -131,7 +131,7 @@ pub(crate) fn shutdown_error() -> io::Error {
     io::Error::other(SHUTDOWN_MESSAGE)
 }
 
-/// Whether `err` is [`shutdown_error`]'s (tokio's `is_rt_shutdown_err`).
+/// Whether `err` is the error `shutdown_error` makes (tokio's `is_rt_shutdown_err`).
 pub fn is_shutdown_error(err: &io::Error) -> bool {
     err.kind() == io::ErrorKind::Other
         && err
@@ -141,7 +141,9 @@ pub fn is_shutdown_error(err: &io::Error) -> bool {
 
 impl ScheduledIo {
     /// A source assumed ready both ways: the first operation tries the
-    /// syscall at once instead of waiting for the registration's first event.
+    /// syscall at once instead of waiting for the registration's first event
+    /// (what a `PollEvented` starts with unless told otherwise).
+    #[cfg(test)]
     pub(crate) fn new(kind: Kind) -> ScheduledIo {
         ScheduledIo::with_readiness(kind, READABLE | WRITABLE)
     }
@@ -149,11 +151,13 @@ impl ScheduledIo {
     /// A source that is ready in no direction until the poller says so:
     /// edge-triggered `EPOLL_CTL_ADD` reports what is ready at once, so the
     /// first event tells the truth (a socket is writable, not readable).
+    #[cfg(test)]
     pub(crate) fn reported(kind: Kind) -> ScheduledIo {
         ScheduledIo::with_readiness(kind, 0)
     }
 
-    fn with_readiness(kind: Kind, bits: usize) -> ScheduledIo {
+    /// A source that starts with the readiness bits `bits`.
+    pub(crate) fn with_readiness(kind: Kind, bits: usize) -> ScheduledIo {
         ScheduledIo {
             readiness: AtomicUsize::new(bits),
             waiters: Mutex::new(Waiters::default()),

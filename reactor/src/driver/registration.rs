@@ -33,7 +33,9 @@ use std::task::{ready, Context, Poll};
 use mio::unix::SourceFd;
 use mio::{Interest, Token};
 
-use super::io::{shutdown_error, Direction, Kind, ReadyEvent, ScheduledIo, Wakeups, CLOSED};
+use super::io::{
+    shutdown_error, Direction, Kind, ReadyEvent, ScheduledIo, Wakeups, CLOSED, READABLE, WRITABLE,
+};
 use super::Shared;
 use crate::{context, coop};
 
@@ -74,15 +76,14 @@ impl Registration {
     /// socket registers with its home, round-robin; a socket that never had
     /// one panics there, as tokio's constructors do outside a runtime.
     ///
-    /// `reported` starts the source ready in no direction, to learn its
-    /// readiness from the poller (see [`ScheduledIo::reported`]); otherwise
-    /// it starts assumed ready both ways.
+    /// The source starts with the readiness bits `initial` (see
+    /// [`PollEvented::reported`] and [`PollEvented::assume_ready`]).
     fn new(
         home: Option<&Weak<Shared>>,
         fd: RawFd,
         interest: Interest,
         kind: Kind,
-        reported: bool,
+        initial: usize,
     ) -> io::Result<Registration> {
         let home = match home.map(Weak::upgrade) {
             Some(None) => return Err(shutdown_error()),
@@ -103,11 +104,7 @@ impl Registration {
             (None, None) => context::with_current(|r| (r.shared.clone(), r.pick_p())),
         };
         let ps = &shared.ps[p];
-        let io = Arc::new(if reported {
-            ScheduledIo::reported(kind)
-        } else {
-            ScheduledIo::new(kind)
-        });
+        let io = Arc::new(ScheduledIo::with_readiness(kind, initial));
         let token = {
             let mut sources = ps.sources.lock().unwrap_or_else(|e| e.into_inner());
             if shared.is_shutdown() {
@@ -255,9 +252,10 @@ pub(crate) struct PollEvented<S: AsRawFd> {
     io: S,
     interest: Interest,
     kind: Kind,
-    /// Whether the source starts ready in no direction, learning its
-    /// readiness from the poller (`AsyncFd`), rather than assumed ready.
-    reported: bool,
+    /// The readiness the source starts with when it registers: assumed
+    /// ready both ways unless [`reported`](Self::reported) or
+    /// [`assume_ready`](Self::assume_ready) said otherwise.
+    initial: usize,
 }
 
 impl<S: AsRawFd> PollEvented<S> {
@@ -270,16 +268,26 @@ impl<S: AsRawFd> PollEvented<S> {
             io,
             interest,
             kind,
-            reported: false,
+            initial: READABLE | WRITABLE,
         }
     }
 
     /// Makes the source start ready in no direction when it registers, so
     /// that its first readiness is what the poller reports (edge-triggered
     /// `EPOLL_CTL_ADD` reports the current state: a socket is writable at
-    /// once, not readable) instead of "assumed ready both ways".
-    pub(crate) fn reported(mut self) -> PollEvented<S> {
-        self.reported = true;
+    /// once, not readable) instead of "assumed ready both ways". tokio
+    /// starts every source so (`AsyncFd`, a connecting or bound socket, one
+    /// made `from_std`), except those below.
+    pub(crate) fn reported(self) -> PollEvented<S> {
+        self.assume_ready(0)
+    }
+
+    /// Makes the source start with the readiness bits `bits` (`READABLE`,
+    /// `WRITABLE` of `driver::io`) assumed, before any event: tokio assumes
+    /// an accepted stream readable and writable (its first read tries the
+    /// socket at once), and each end of a fresh `pair()` writable.
+    pub(crate) fn assume_ready(mut self, bits: usize) -> PollEvented<S> {
+        self.initial = bits & (READABLE | WRITABLE);
         self
     }
 
@@ -328,7 +336,7 @@ impl<S: AsRawFd> PollEvented<S> {
             self.io.as_raw_fd(),
             self.interest,
             self.kind,
-            self.reported,
+            self.initial,
         )?;
         Ok(self.reg.get_or_init(|| r))
     }
