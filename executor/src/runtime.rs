@@ -470,7 +470,9 @@ impl Handle {
                  part to numa_rt::spawn_blocking / numa_rt::block_in_place.)"
             );
         }
-        if context::local_queue().is_some() {
+        // Not "a pinned queue is installed": `LocalSet::enter` and
+        // `LocalRuntime::enter` install one outside any `block_on`.
+        let Some(_in_block_on) = context::enter_block_on() else {
             // tokio's words first (code and tests match on them), then ours.
             panic!(
                 "Cannot start a runtime from within a runtime. This happens because a function \
@@ -479,7 +481,7 @@ impl Handle {
                  `.await` on the future instead of blocking on it. (numa_rt: Cannot block_on \
                  inside another block_on on the same thread.)"
             );
-        }
+        };
         let _enter = self.enter();
         // The side tokio runtime's context for the duration (it nests
         // inside any context this thread has: tokio's guards are left in

@@ -60,3 +60,15 @@ fn shutdown_timeout_drops_local_tasks_too() {
     rt.shutdown_timeout(std::time::Duration::from_secs(30));
     assert_eq!(drops.load(SeqCst), 1);
 }
+
+#[test]
+fn block_on_with_the_enter_guard_held() {
+    let rt = local();
+    let _guard = rt.enter();
+    let (tx, rx) = futures::channel::oneshot::channel();
+    spawn_local(async move {
+        numa_rt_executor::task::yield_now().await;
+        tx.send(5).unwrap();
+    });
+    assert_eq!(rt.block_on(rx).unwrap(), 5);
+}

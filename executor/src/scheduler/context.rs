@@ -23,6 +23,8 @@ thread_local! {
     static LOCAL: RefCell<Option<Arc<LocalQueue>>> = const { RefCell::new(None) };
     /// Set while this thread runs a `block_in_place` closure.
     static BLOCKING: Cell<bool> = const { Cell::new(false) };
+    /// Set while this thread runs `Handle::block_on` (nesting one is refused).
+    static IN_BLOCK_ON: Cell<bool> = const { Cell::new(false) };
     /// How many `EnterGuard`s live on this thread: each guard records the
     /// depth it made, so one dropped out of order is caught.
     static DEPTH: Cell<usize> = const { Cell::new(0) };
@@ -153,7 +155,8 @@ pub(crate) fn in_worker() -> bool {
 /// What `block_in_place` does around its closure, so that the closure may
 /// block, including in `Handle::block_on` of this or another runtime (tokio
 /// allows the same): until the guard drops, this thread counts as outside a
-/// worker for `block_on`'s check, its pinned queue is set aside (so
+/// worker and outside any `block_on` for `block_on`'s checks, its pinned
+/// queue is set aside (so
 /// `block_on` installs its own), and `kept` — the P's core, when no M could
 /// take it — is held by the guard rather than the worker, so wakes made on
 /// this thread go to the node queue instead of a P whose M is blocked. The
@@ -162,9 +165,11 @@ pub(crate) fn in_worker() -> bool {
 pub(crate) fn leave_worker(kept: Option<BoxCore>) -> LeftWorker {
     let blocking = BLOCKING.with(|b| b.replace(true));
     let local = LOCAL.with(|l| l.borrow_mut().take());
+    let in_block_on = IN_BLOCK_ON.with(|b| b.replace(false));
     LeftWorker {
         blocking,
         local,
+        in_block_on,
         kept,
     }
 }
@@ -173,6 +178,9 @@ pub(crate) fn leave_worker(kept: Option<BoxCore>) -> LeftWorker {
 pub(crate) struct LeftWorker {
     blocking: bool,
     local: Option<Arc<LocalQueue>>,
+    /// Whether the thread was in `block_on` (a nested one is allowed
+    /// inside the closure, as on a worker).
+    in_block_on: bool,
     kept: Option<BoxCore>,
 }
 
@@ -187,6 +195,7 @@ impl Drop for LeftWorker {
         }
         let local = self.local.take();
         LOCAL.with(|l| *l.borrow_mut() = local);
+        IN_BLOCK_ON.with(|b| b.set(self.in_block_on));
         BLOCKING.with(|b| b.set(self.blocking));
     }
 }
@@ -256,6 +265,24 @@ impl Drop for EnterGuard {
 impl std::fmt::Debug for EnterGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("EnterGuard")
+    }
+}
+
+/// Marks this thread as inside `block_on` until the guard drops; `None`
+/// if it already is.
+pub(crate) fn enter_block_on() -> Option<BlockOnGuard> {
+    if IN_BLOCK_ON.with(|b| b.replace(true)) {
+        return None;
+    }
+    Some(BlockOnGuard(std::marker::PhantomData))
+}
+
+/// See [`enter_block_on`].
+pub(crate) struct BlockOnGuard(std::marker::PhantomData<*const ()>);
+
+impl Drop for BlockOnGuard {
+    fn drop(&mut self) {
+        let _ = IN_BLOCK_ON.try_with(|b| b.set(false));
     }
 }
 
