@@ -263,7 +263,8 @@ impl Runtime {
             // The futures dropped here see their runtime as tokio's do
             // (`Handle::try_current` in a destructor): entered for the
             // drain, left before the side tokio runtime stops.
-            let _entered = context::enter(shared.clone());
+            // (Not when the runtime drops with its thread's locals.)
+            let _entered = context::try_enter(shared.clone());
             shared.drain_all();
         }
         // Last: tokio resources inside the futures just dropped have

@@ -24,6 +24,18 @@ pub fn enter(reactor: &Reactor) -> EnterGuard {
     }
 }
 
+/// [`enter`], or `None` when this thread's locals are being destroyed (a
+/// runtime dropped by a `thread_local!`'s destructor at thread exit).
+pub fn try_enter(reactor: &Reactor) -> Option<EnterGuard> {
+    let prev = CURRENT_REACTOR
+        .try_with(|c| c.replace(Some(reactor.clone())))
+        .ok()?;
+    Some(EnterGuard {
+        prev,
+        _not_send: std::marker::PhantomData,
+    })
+}
+
 /// Restores the previously current reactor when dropped (see [`enter`]).
 #[must_use = "the reactor is only current while the guard lives"]
 pub struct EnterGuard {
@@ -35,7 +47,8 @@ pub struct EnterGuard {
 impl Drop for EnterGuard {
     fn drop(&mut self) {
         let prev = self.prev.take();
-        let replaced = CURRENT_REACTOR.with(|c| c.replace(prev));
+        // `try_with`: see `try_enter`.
+        let replaced = CURRENT_REACTOR.try_with(|c| c.replace(prev));
         drop(replaced);
     }
 }

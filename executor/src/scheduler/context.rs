@@ -226,30 +226,45 @@ impl EnterGuard {
 }
 
 pub(crate) fn enter(shared: Arc<Shared>) -> EnterGuard {
-    let reactor = numa_rt_reactor::context::enter(&shared.reactor);
-    let prev = RUNTIME.with(|h| h.borrow_mut().replace(shared));
-    let depth = DEPTH.with(|d| {
-        d.set(d.get() + 1);
-        d.get()
-    });
-    EnterGuard {
+    try_enter(shared).expect("this thread's locals are being destroyed")
+}
+
+/// [`enter`], or `None` when this thread's locals are being destroyed
+/// (a runtime dropped by a `thread_local!`'s destructor at thread exit).
+pub(crate) fn try_enter(shared: Arc<Shared>) -> Option<EnterGuard> {
+    let reactor = numa_rt_reactor::context::try_enter(&shared.reactor)?;
+    let depth = DEPTH
+        .try_with(|d| {
+            d.set(d.get() + 1);
+            d.get()
+        })
+        .ok()?;
+    let Ok(prev) = RUNTIME.try_with(|h| h.borrow_mut().replace(shared)) else {
+        let _ = DEPTH.try_with(|d| d.set(depth - 1));
+        return None;
+    };
+    Some(EnterGuard {
         prev,
         depth,
         _reactor: reactor,
         local: None,
         _not_send: std::marker::PhantomData,
-    }
+    })
 }
 
 impl Drop for EnterGuard {
     fn drop(&mut self) {
         let prev = self.prev.take();
-        RUNTIME.with(|h| *h.borrow_mut() = prev);
-        let in_order = DEPTH.with(|d| {
-            let top = d.get();
-            d.set(self.depth - 1);
-            top == self.depth
-        });
+        // `try_with` throughout: a guard may drop while the thread's locals
+        // are destroyed (see `try_enter`).
+        let _ = RUNTIME.try_with(|h| *h.borrow_mut() = prev);
+        let in_order = DEPTH
+            .try_with(|d| {
+                let top = d.get();
+                d.set(self.depth - 1);
+                top == self.depth
+            })
+            .unwrap_or(true);
         // Out of order, the runtime restored above is not the one the
         // caller entered before: code after this would spawn onto the
         // wrong runtime, or onto one already dropped. tokio panics too.
