@@ -363,3 +363,29 @@ fn interest_and_ready_vocabulary() {
     );
     assert!(format!("{:?}", Ready::ERROR).contains("is_error: true"));
 }
+
+/// numa_rt's own sockets take every interest in `ready` and `try_io` too.
+#[test]
+fn a_socket_waits_for_error_readiness_too() {
+    run(async {
+        let closed = UdpSocket::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let socket = numa_rt::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        socket.connect(closed).await.unwrap();
+        socket.writable().await.unwrap();
+        assert!(pending(socket.ready(Interest::ERROR)).await, "no error yet");
+        socket.send(b"anyone?").await.unwrap();
+        let ready = socket.ready(Interest::ERROR).await.unwrap();
+        assert_eq!(ready, Ready::ERROR);
+        let mut called = false;
+        let _ = socket.try_io(Interest::ERROR, || {
+            called = true;
+            Ok(())
+        });
+        assert!(called, "error readiness lets try_io run");
+        let e = socket.recv(&mut [0; 8]).await.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::ConnectionRefused);
+    });
+}

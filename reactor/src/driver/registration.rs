@@ -421,6 +421,24 @@ impl<S: AsRawFd> PollEvented<S> {
         self.registration()?.io.poll_mask(cx, mask, woken_is_ready)
     }
 
+    /// Runs `op` once if any of the readiness bits in `mask` is set, without
+    /// waiting: not ready gives `WouldBlock` without calling `op`, and
+    /// `WouldBlock` from `op` forgets the readiness it ran on.
+    pub(crate) fn try_io_mask<R>(
+        &self,
+        mask: usize,
+        op: impl FnOnce() -> io::Result<R>,
+    ) -> io::Result<R> {
+        let Some(ev) = self.ready_now_mask(mask)? else {
+            return Err(io::ErrorKind::WouldBlock.into());
+        };
+        let r = op();
+        if matches!(&r, Err(e) if e.kind() == io::ErrorKind::WouldBlock) {
+            self.clear_readiness(ev);
+        }
+        r
+    }
+
     /// The readiness in `mask` right now, without waiting or storing a
     /// waker (`None` when not ready): for `AsyncFd::try_io`.
     pub(crate) fn ready_now_mask(&self, mask: usize) -> io::Result<Option<ReadyEvent>> {

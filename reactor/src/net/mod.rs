@@ -430,16 +430,20 @@ macro_rules! readiness_impls {
             /// `try_` operation that follows does no more than one syscall),
             /// so a loop of `writable().await` and `try_write` is not made
             /// to yield while the socket stays ready.
+            ///
+            /// Any interest works (`ERROR` too: a pending socket error); a
+            /// task an event woke returns even if another task cleared the
+            /// readiness first (the `Ready` may then be empty), as tokio's.
             pub async fn ready(
                 &self,
                 interest: $crate::net::Interest,
             ) -> std::io::Result<$crate::net::Ready> {
-                let evs = $crate::coop::unconstrained($crate::driver::waiters::wait_fn(|cx| {
-                    self.io
-                        .poll_ready_any(cx, interest.is_readable(), interest.is_writable())
+                let mask = interest.mask();
+                let ev = $crate::coop::unconstrained($crate::driver::waiters::wait_fn(|cx| {
+                    self.io.poll_ready_mask(cx, mask, true)
                 }))
                 .await?;
-                Ok($crate::net::Ready::from_events(&evs))
+                Ok($crate::net::Ready::from_bits(ev.bits()))
             }
 
             /// Waits until a read may not block (then use a `try_` read).
@@ -481,8 +485,7 @@ macro_rules! readiness_impls {
                 interest: $crate::net::Interest,
                 f: impl FnOnce() -> std::io::Result<R>,
             ) -> std::io::Result<R> {
-                self.io
-                    .try_io(interest.is_readable(), interest.is_writable(), |_| f())
+                self.io.try_io_mask(interest.mask(), f)
             }
 
             /// Waits until the socket is ready for `interest`, then runs `f`
@@ -494,17 +497,12 @@ macro_rules! readiness_impls {
                 interest: $crate::net::Interest,
                 mut f: impl FnMut() -> std::io::Result<R>,
             ) -> std::io::Result<R> {
+                let mask = interest.mask();
                 $crate::driver::waiters::wait_fn(|cx| loop {
-                    let evs = std::task::ready!(self.io.poll_ready_any(
-                        cx,
-                        interest.is_readable(),
-                        interest.is_writable()
-                    ))?;
+                    let ev = std::task::ready!(self.io.poll_ready_mask(cx, mask, true))?;
                     match f() {
                         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                            for ev in evs.into_iter().flatten() {
-                                self.io.clear_readiness(ev);
-                            }
+                            self.io.clear_readiness(ev)
                         }
                         r => return std::task::Poll::Ready(r),
                     }
