@@ -184,10 +184,7 @@ where
     where
         F: Future<Output = V> + 'static,
     {
-        // With the set entered, `spawn_local` spawns onto it.
-        let entered = local_set.enter();
-        let abort = self.tasks.spawn_local(task);
-        drop(entered);
+        let abort = self.tasks.spawn_local_on(task, local_set);
         self.insert(key, abort);
     }
 
