@@ -230,3 +230,25 @@ fn files_from_many_tasks_on_two_processors() {
         }
     });
 }
+
+/// A write accepted before the `File` is dropped still reaches the file
+/// (the blocking pool runs it): tokio's behaviour, though flushing first is
+/// the way to know.
+#[numa_rt::test]
+async fn a_write_in_flight_completes_after_the_file_is_dropped() {
+    let dir = TempDir::new("file-drop");
+    let path = dir.join("d");
+    let mut f = File::create(&path).await.unwrap();
+    f.write_all(b"kept").await.unwrap();
+    drop(f);
+    let p = path.clone();
+    numa_rt::task::spawn_blocking(move || {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while std::fs::read(&p).unwrap() != b"kept" {
+            assert!(std::time::Instant::now() < deadline, "the write never landed");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    })
+    .await
+    .unwrap();
+}
