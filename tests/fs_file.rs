@@ -245,7 +245,10 @@ async fn a_write_in_flight_completes_after_the_file_is_dropped() {
     numa_rt::task::spawn_blocking(move || {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         while std::fs::read(&p).unwrap() != b"kept" {
-            assert!(std::time::Instant::now() < deadline, "the write never landed");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the write never landed"
+            );
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
     })
