@@ -33,6 +33,10 @@ pub struct Builder {
     blocking_keep_alive: Duration,
     global_queue_interval: u32,
     event_interval: u32,
+    /// Events per look at a P's poller: waiting, and without waiting
+    /// (`None`: as waiting). tokio's `max_io_events_per_(busy_)tick`.
+    io_events_per_tick: usize,
+    io_events_per_busy_tick: Option<usize>,
     on_thread_start: Option<Callback>,
     on_thread_stop: Option<Callback>,
     on_thread_park: Option<Callback>,
@@ -77,6 +81,8 @@ impl Builder {
             blocking_keep_alive: Duration::from_secs(10),
             global_queue_interval: 61,
             event_interval: 61,
+            io_events_per_tick: numa_rt_reactor::EVENTS_PER_TICK,
+            io_events_per_busy_tick: None,
             on_thread_start: None,
             on_thread_stop: None,
             on_thread_park: None,
@@ -247,6 +253,26 @@ impl Builder {
     /// without blocking (default 61). Must be ≥ 1.
     pub fn event_interval(&mut self, n: u32) -> &mut Self {
         self.event_interval = n;
+        self
+    }
+
+    /// The most I/O events a P takes from its poller in one look (default
+    /// 256, tokio's); the rest wait in the kernel for the next look. Must
+    /// be at least 1 (tokio's `max_io_events_per_tick`).
+    pub fn max_io_events_per_tick(&mut self, n: usize) -> &mut Self {
+        self.io_events_per_tick = n;
+        self
+    }
+
+    /// The most I/O events a P takes in a look that does not wait: a busy
+    /// P's every `event_interval` ticks, a P running out of work, an idle
+    /// P draining a busy one. Each event wakes a task into the P's queue:
+    /// a small batch keeps an overloaded P's queue from overflowing while
+    /// the rest stay in the kernel. Default: as
+    /// [`max_io_events_per_tick`](Builder::max_io_events_per_tick). Must be
+    /// at least 1 (tokio's `max_io_events_per_busy_tick`).
+    pub fn max_io_events_per_busy_tick(&mut self, n: usize) -> &mut Self {
+        self.io_events_per_busy_tick = Some(n);
         self
     }
 
@@ -520,6 +546,16 @@ impl Builder {
                 "Builder::event_interval must be at least 1, got 0".into(),
             ));
         }
+        if self.io_events_per_tick == 0 {
+            return Err(invalid(
+                "Builder::max_io_events_per_tick must be at least 1, got 0".into(),
+            ));
+        }
+        if self.io_events_per_busy_tick == Some(0) {
+            return Err(invalid(
+                "Builder::max_io_events_per_busy_tick must be at least 1, got 0".into(),
+            ));
+        }
         #[cfg(feature = "tokio-compat")]
         if self.tokio_compat_workers == 0 {
             return Err(invalid(
@@ -616,6 +652,12 @@ impl Builder {
             blocking_keep_alive: self.blocking_keep_alive,
             global_queue_interval: crate::config::Every::new(self.global_queue_interval),
             event_interval: crate::config::Every::new(self.event_interval),
+            io_events: numa_rt_reactor::EventsPerTick {
+                waiting: self.io_events_per_tick,
+                busy: self
+                    .io_events_per_busy_tick
+                    .unwrap_or(self.io_events_per_tick),
+            },
             on_thread_start: self.on_thread_start.clone(),
             on_thread_stop: self.on_thread_stop.clone(),
             on_thread_park: self.on_thread_park.clone(),
@@ -688,6 +730,8 @@ impl fmt::Debug for Builder {
             .field("max_blocking_threads", &self.max_blocking_threads)
             .field("global_queue_interval", &self.global_queue_interval)
             .field("event_interval", &self.event_interval)
+            .field("max_io_events_per_tick", &self.io_events_per_tick)
+            .field("max_io_events_per_busy_tick", &self.io_events_per_busy_tick)
             .field("topology", &self.topology)
             .field("pin_cores", &self.pin_cores)
             .field("placement", &self.placement)

@@ -22,6 +22,8 @@ pub(crate) struct Config {
     pub(crate) blocking_keep_alive: Duration,
     pub(crate) global_queue_interval: Every,
     pub(crate) event_interval: Every,
+    /// Events per look at a P's poller (`Builder::max_io_events_per_tick`).
+    pub(crate) io_events: numa_rt_reactor::EventsPerTick,
     pub(crate) on_thread_start: Option<Callback>,
     pub(crate) on_thread_stop: Option<Callback>,
     /// Run by an M as it goes to park, and as it comes back

@@ -42,7 +42,10 @@ mod sys;
 pub mod time;
 
 pub use driver::io::is_shutdown_error;
-pub use driver::{Driver, DriverStats, Reactor, SysmonHook, Unparker, FDS_PER_PROC};
+pub use driver::{
+    Driver, DriverStats, EventsPerTick, Reactor, SysmonHook, Unparker, EVENTS_PER_TICK,
+    FDS_PER_PROC,
+};
 
 #[cfg(test)]
 mod tests {

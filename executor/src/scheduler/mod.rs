@@ -221,7 +221,7 @@ impl Shared {
         let nprocs = node_of_p.len();
         let nnodes = topology.nodes().len();
         // Idle P's help (drain the pollers of) busy P's of their own node only.
-        let reactor = Reactor::with_nodes(&node_of_p)?;
+        let reactor = Reactor::with_nodes_and_events(&node_of_p, config.io_events)?;
         let mut cores = Vec::with_capacity(nprocs);
         let mut procs = Vec::with_capacity(nprocs);
         for (i, &node) in node_of_p.iter().enumerate() {

@@ -76,8 +76,31 @@ const UNPARK_IN_WATCH: u64 = 1 << 62;
 /// registry's duplicate of it, the timerfd, the park epoll and the unpark
 /// eventfd. Each node adds its watch epoll.
 pub const FDS_PER_PROC: usize = 5;
-/// Events taken from an io poller per drain.
-const EVENTS_PER_DRAIN: usize = 256;
+/// Events taken from an io poller per look, by default (tokio's figure).
+pub const EVENTS_PER_TICK: usize = 256;
+
+/// How many I/O events one look at a P's poller takes at most (tokio's
+/// `max_io_events_per_tick` and `max_io_events_per_busy_tick`): events
+/// past the limit stay in the kernel for the next look.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventsPerTick {
+    /// When the P waits for events (its M parks in the poller).
+    pub waiting: usize,
+    /// When it looks without waiting (a busy P every `event_interval`
+    /// ticks, a P running out of work, a helper draining another P):
+    /// each event found wakes a task into the P's queue, so a smaller
+    /// batch keeps an overloaded P's queue from overflowing.
+    pub busy: usize,
+}
+
+impl Default for EventsPerTick {
+    fn default() -> EventsPerTick {
+        EventsPerTick {
+            waiting: EVENTS_PER_TICK,
+            busy: EVENTS_PER_TICK,
+        }
+    }
+}
 
 /// The runtime-wide set of per-P drivers. Cheap to clone.
 #[derive(Clone)]
@@ -97,6 +120,8 @@ pub(crate) struct Shared {
     pub(crate) clock: Arc<Clock>,
     /// Auto-advance's lock and the `block_on` wake flags it reads.
     pub(crate) paused: paused::Paused,
+    /// Events per look at a poller (the drivers' buffers are this long).
+    events: EventsPerTick,
 }
 
 struct IoPoller {

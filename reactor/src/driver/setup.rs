@@ -29,8 +29,8 @@ use super::stats::Stats;
 use super::timers::Timers;
 use super::watch::Role;
 use super::{
-    monitor, notify, paused, Driver, IoPoller, NodeWatch, PState, Reactor, Shared,
-    EVENTS_PER_DRAIN, FDS_PER_PROC, TIMER_TOKEN, UNPARK_IN_WATCH, UNPARK_TAG, WATCH_TAG,
+    monitor, notify, paused, Driver, EventsPerTick, IoPoller, NodeWatch, PState, Reactor, Shared,
+    FDS_PER_PROC, TIMER_TOKEN, UNPARK_IN_WATCH, UNPARK_TAG, WATCH_TAG,
 };
 use crate::clock::Clock;
 use crate::sys;
@@ -49,9 +49,22 @@ impl Reactor {
     /// number of descriptors needed), the system-wide `fs.file-max`, or
     /// `fs.epoll.max_user_watches`.
     pub fn with_nodes(node_of_p: &[usize]) -> std::io::Result<Reactor> {
+        Reactor::with_nodes_and_events(node_of_p, EventsPerTick::default())
+    }
+
+    /// [`Reactor::with_nodes`], each look at a poller taking at most
+    /// `events` (both at least 1).
+    pub fn with_nodes_and_events(
+        node_of_p: &[usize],
+        events: EventsPerTick,
+    ) -> std::io::Result<Reactor> {
         assert!(!node_of_p.is_empty(), "a reactor needs at least one P");
+        assert!(
+            events.waiting > 0 && events.busy > 0,
+            "a look at a poller takes at least one event"
+        );
         let nnodes = node_of_p.iter().max().map_or(1, |&m| m + 1);
-        Reactor::build(node_of_p, nnodes).map_err(|e| {
+        Reactor::build(node_of_p, nnodes, events).map_err(|e| {
             let procs = node_of_p.len();
             let need = procs * FDS_PER_PROC + nnodes;
             let limit = match e.raw_os_error() {
@@ -84,7 +97,11 @@ impl Reactor {
         })
     }
 
-    fn build(node_of_p: &[usize], nnodes: usize) -> std::io::Result<Reactor> {
+    fn build(
+        node_of_p: &[usize],
+        nnodes: usize,
+        events: EventsPerTick,
+    ) -> std::io::Result<Reactor> {
         let mut nodes = Vec::with_capacity(nnodes);
         for n in 0..nnodes {
             let procs: Vec<usize> = (0..node_of_p.len())
@@ -124,7 +141,7 @@ impl Reactor {
             ps.push(PState {
                 io: Mutex::new(IoPoller {
                     _poll: poll,
-                    events: vec![libc::epoll_event { events: 0, u64: 0 }; EVENTS_PER_DRAIN],
+                    events: vec![libc::epoll_event { events: 0, u64: 0 }; events.busy],
                 }),
                 io_fd,
                 hosted: AtomicBool::new(false),
@@ -151,6 +168,7 @@ impl Reactor {
             monitor: monitor.clone(),
             clock,
             paused: paused::Paused::default(),
+            events,
         });
         if movable {
             monitor.start(&shared)?;
@@ -176,7 +194,7 @@ impl Reactor {
             // Every poller of the node and the watcher's own eventfd.
             watch_buf: vec![empty; node_procs + 1],
             watch_tags: Vec::with_capacity(node_procs),
-            io_buf: vec![empty; EVENTS_PER_DRAIN],
+            io_buf: vec![empty; self.shared.events.waiting],
             host_score: 0,
             wakeups: Wakeups::default(),
             timer_wakers: Vec::new(),
