@@ -85,5 +85,8 @@ pub use stdio::{stderr, stdin, stdout, Stderr, Stdin, Stdout};
 
 /// tokio's path for [`AsyncFd`] and its guards (`tokio::io::unix`).
 pub mod unix {
-    pub use numa_rt_reactor::net::{AsyncFd, AsyncFdReadyGuard, AsyncFdReadyMutGuard, TryIoError};
+    pub use numa_rt_reactor::net::{
+        AsyncFd, AsyncFdReadyGuard, AsyncFdReadyMutGuard, AsyncFdRegisterError, AsyncFdTryNewError,
+        TryIoError,
+    };
 }

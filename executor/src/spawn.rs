@@ -85,10 +85,12 @@ where
 {
     match context::local_queue() {
         Some(q) => local::spawn_local(&q, future),
+        // tokio's words first (tests and code match on them), then ours.
         None => panic!(
-            "numa_rt::spawn_local must be called from a numa_rt worker thread or inside \
-             Runtime::block_on (e.g. #[numa_rt::main]): the task is pinned to the calling thread, \
-             which must be one that runs it"
+            "`spawn_local` called from outside of a `task::LocalSet` or `runtime::LocalRuntime` \
+             (numa_rt: call it from a numa_rt worker thread, inside Runtime::block_on (e.g. \
+             #[numa_rt::main]), a LocalSet or a LocalRuntime: the task is pinned to the calling \
+             thread, which must be one that runs it)"
         ),
     }
 }

@@ -88,7 +88,8 @@ fn spawn_local_outside_panics_with_message() {
     let err = std::panic::catch_unwind(|| drop(spawn_local(async {}))).unwrap_err();
     let msg = common::panic_message(&*err);
     assert!(
-        msg.contains("spawn_local must be called from a numa_rt worker thread"),
+        msg.starts_with("`spawn_local` called from outside of a `task::LocalSet`")
+            && msg.contains("call it from a numa_rt worker thread"),
         "{msg}"
     );
 }
