@@ -173,3 +173,31 @@ async fn open_options_from_std() {
     let err = fs::OpenOptions::new().open(&path).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
 }
+
+/// The types cross threads as tokio's do.
+#[test]
+fn send_and_sync() {
+    fn both<T: Send + Sync>() {}
+    both::<fs::File>();
+    both::<fs::ReadDir>();
+    both::<fs::DirEntry>();
+    both::<fs::OpenOptions>();
+    both::<fs::DirBuilder>();
+    both::<numa_rt::io::Stdin>();
+    both::<numa_rt::io::Stdout>();
+    both::<numa_rt::io::Stderr>();
+    both::<numa_rt::process::Command>();
+    both::<numa_rt::process::Child>();
+    both::<numa_rt::process::ChildStdin>();
+    both::<numa_rt::process::ChildStdout>();
+    both::<numa_rt::process::ChildStderr>();
+    // The futures can be spawned (checked, never run).
+    fn send<T: Send>(_: T) {}
+    let _ = |c: &mut numa_rt::process::Command, child: &mut numa_rt::process::Child| {
+        send(c.output());
+        send(c.status());
+        send(child.wait());
+        send(fs::read("x"));
+        send(fs::File::open("x"));
+    };
+}
