@@ -18,6 +18,10 @@
 //!
 //! One untimed iteration runs first; it prints
 //! `spawn_many_local numa_rt workers=1 iters=4 wall=...ms (N µs/iter)`.
+//! With `SPAWN_COST_COUNTS=1`, numa_rt runs also print the scheduler's
+//! counters per task polled (parks, unparks, spurious wake-ups, steals,
+//! tasks stolen): what grows with the number of P's where instruction
+//! counts do not (issue 39).
 
 #[path = "../benches/common/mod.rs"]
 mod common;
@@ -93,6 +97,25 @@ fn on<R: Bench>(rt: &R, workload: &str, iters: usize) {
     }
 }
 
+/// The scheduler's counters over the whole run, per task polled.
+fn print_counts(m: &numa_rt::metrics::RuntimeMetrics) {
+    let procs = m.procs();
+    let sum = |f: fn(&numa_rt::metrics::ProcMetrics) -> u64| procs.iter().map(f).sum::<u64>();
+    let polled = sum(|p| p.tasks_polled).max(1) as f64;
+    let per = |n: u64| n as f64 / polled;
+    println!(
+        "counts per task polled ({polled} polls): parks {:.4} unparks {:.4} spurious {:.4} \
+         steals {:.4} tasks_stolen {:.4} migrated {:.4} global_queue_polls {:.4}",
+        per(sum(|p| p.parks)),
+        per(sum(|p| p.unparks)),
+        per(sum(|p| p.spurious_wakeups)),
+        per(sum(|p| p.local_steals + p.remote_steals)),
+        per(sum(|p| p.tasks_stolen)),
+        per(sum(|p| p.migrated_polls)),
+        per(sum(|p| p.global_queue_polls)),
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() != 5 {
@@ -102,7 +125,13 @@ fn main() {
     let workers: usize = args[3].parse().expect("workers: a number");
     let iters: usize = args[4].parse().expect("iterations: a number");
     match args[2].as_str() {
-        "numa_rt" => on(&NumaRt::new(workers), &args[1], iters),
+        "numa_rt" => {
+            let rt = NumaRt::new(workers);
+            on(&rt, &args[1], iters);
+            if std::env::var_os("SPAWN_COST_COUNTS").is_some() {
+                print_counts(&rt.metrics());
+            }
+        }
         "tokio" => on(&Tokio::new(workers), &args[1], iters),
         other => panic!("unknown runtime {other:?}"),
     }

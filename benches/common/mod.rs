@@ -123,6 +123,12 @@ impl NumaRt {
         )
     }
 
+    /// The runtime's metrics (counts per task in `examples/spawn_cost`).
+    #[allow(dead_code)] // used by examples/spawn_cost only
+    pub fn metrics(&self) -> numa_rt::metrics::RuntimeMetrics {
+        self.0.metrics()
+    }
+
     pub fn with_topology(procs: usize, topology: numa_rt::numa::Topology) -> NumaRt {
         NumaRt(
             numa_rt::Builder::new()
