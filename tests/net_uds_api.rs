@@ -251,9 +251,17 @@ async fn peer_cred_is_this_process() {
         let (server, _) = accepted.unwrap();
         assert!(server.take_error().unwrap().is_none());
         for s in [a, b, server, client.unwrap()] {
-            let c = s.peer_cred().unwrap();
+            let c: numa_rt::net::unix::UCred = s.peer_cred().unwrap();
             assert_eq!((c.uid(), c.gid(), c.pid()), (uid, gid, Some(pid)));
         }
+        // tokio's names for the address and id types.
+        let addr: numa_rt::net::unix::SocketAddr = listener.local_addr().unwrap();
+        assert_eq!(addr.as_pathname(), Some(p.0.as_path()));
+        let _: (
+            numa_rt::net::unix::uid_t,
+            numa_rt::net::unix::gid_t,
+            numa_rt::net::unix::pid_t,
+        ) = (uid, gid, pid);
     })
     .await
     .unwrap();

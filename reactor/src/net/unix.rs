@@ -12,11 +12,26 @@
 
 pub mod pipe;
 
+/// A Unix socket address: std's type (tokio has a wrapper of its own with
+/// the same `is_unnamed`/`as_pathname`; for `as_abstract_name`, import
+/// `std::os::linux::net::SocketAddrExt`). tokio's `From` between the two
+/// is the identity here, so `std_addr.into()` still compiles.
+pub use std::os::unix::net::SocketAddr;
+
+/// A user id, as in [`UCred::uid`] (tokio's `unix::uid_t`).
+#[allow(non_camel_case_types)]
+pub type uid_t = libc::uid_t;
+/// A group id, as in [`UCred::gid`] (tokio's `unix::gid_t`).
+#[allow(non_camel_case_types)]
+pub type gid_t = libc::gid_t;
+/// A process id, as in [`UCred::pid`] (tokio's `unix::pid_t`).
+#[allow(non_camel_case_types)]
+pub type pid_t = libc::pid_t;
+
 use crate::driver::waiters::wait_fn;
 use std::io;
 use std::net::Shutdown;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
-use std::os::unix::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
