@@ -123,6 +123,7 @@ impl Runtime {
     /// # Panics
     /// When called from a numa_rt worker thread (inside a task): blocking a
     /// worker would stall its processor and can deadlock the runtime.
+    #[track_caller]
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
         self.handle.block_on(future)
     }

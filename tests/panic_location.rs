@@ -1,11 +1,15 @@
-//! Bad arguments to the time functions panic at the caller's line, as
+//! Misuse (bad time arguments, a nested block_on) panics at the caller's line, as
 //! tokio's do (`#[track_caller]`): the report points at the user's code.
-//! One test in its own binary: it swaps the process's panic hook.
+//! In a binary of its own: it swaps the process's panic hook (one test at
+//! a time, through `HOOK`).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+static HOOK: Mutex<()> = Mutex::new(());
+
 fn panic_file(f: impl FnOnce() + std::panic::UnwindSafe) -> Option<String> {
+    let _one_at_a_time = HOOK.lock().unwrap_or_else(|e| e.into_inner());
     let seen = Arc::new(Mutex::new(None));
     let s = seen.clone();
     let prev = std::panic::take_hook();
@@ -20,7 +24,7 @@ fn panic_file(f: impl FnOnce() + std::panic::UnwindSafe) -> Option<String> {
 }
 
 #[test]
-fn zero_periods_and_double_pauses_panic_at_the_caller() {
+fn time_misuse_panics_at_the_caller() {
     let here = Some(file!().to_string());
     assert_eq!(
         panic_file(|| drop(numa_rt::time::interval(Duration::ZERO))),
@@ -41,6 +45,26 @@ fn zero_periods_and_double_pauses_panic_at_the_caller() {
             numa_rt::time::pause();
             numa_rt::time::pause();
         })),
+        here
+    );
+}
+
+#[test]
+fn block_on_misuse_panics_at_the_caller() {
+    let here = Some(file!().to_string());
+    let rt = numa_rt::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let set = numa_rt::task::LocalSet::new();
+    // Nested in the runtime's own block_on: refused where it is written.
+    assert_eq!(
+        panic_file(std::panic::AssertUnwindSafe(|| {
+            rt.block_on(async { set.block_on(&rt, async {}) })
+        })),
+        here
+    );
+    assert_eq!(
+        panic_file(|| rt.block_on(async { rt.block_on(async {}) })),
         here
     );
 }
