@@ -92,4 +92,3 @@ fn block_on_inside_block_on_panics_with_tokio_s_words() {
     );
     assert!(msg.contains("another block_on"), "{msg}");
 }
-
