@@ -1,6 +1,6 @@
 //! `LocalSet`: tokio's set of `!Send` tasks, on numa_rt's pinned queues.
 //!
-//! A set is one more [`LocalQueue`](crate::scheduler::local::LocalQueue),
+//! A set is one more `LocalQueue` (`crate::scheduler::local`),
 //! the kind every M and every `block_on` already has. While the set is
 //! being driven (`run_until`, `block_on`, the set awaited, or inside
 //! `enter`), it is this thread's pinned queue: [`spawn_local`] puts tasks
