@@ -135,3 +135,42 @@ fn without_retake_the_child_waits_for_the_blocker() {
     assert!(!ran_during, "the child ran although retake is off");
     assert_eq!(rt.metrics().proc(0).retakes, 0);
 }
+
+/// A pinned task (here the body, a task pinned to its M) whose M lost its
+/// P to retakes, then gave the P it got back away again, must still run
+/// when woken: its M asks a P back (or is asked for by the waker) and the
+/// holder hands it over. (tokio's process_issue_42, renamed, hung 8 runs in
+/// 20: the woken body sat in the queue of an M waiting in its pool.)
+#[test]
+fn a_pinned_task_woken_after_retakes_runs() {
+    let rt = Builder::new()
+        .max_procs(1)
+        .stall_threshold(None)
+        // The lost wake leaves every thread idle: fail, don't hang.
+        .deadlock(numa_rt_executor::DeadlockMode::Panic)
+        .build()
+        .unwrap();
+    rt.run_on_worker(|| async {
+        for _ in 0..20 {
+            let tasks: Vec<_> = (0..10)
+                .map(|_| {
+                    spawn(async {
+                        // Past the retake threshold (10 ms) every time.
+                        std::thread::sleep(Duration::from_millis(15));
+                        let wakes = (0..10).map(|_| {
+                            let (tx, rx) = oneshot::channel::<()>();
+                            std::thread::spawn(move || {
+                                let _ = tx.send(());
+                            });
+                            rx
+                        });
+                        futures::future::join_all(wakes).await;
+                    })
+                })
+                .collect();
+            for t in futures::future::join_all(tasks).await {
+                t.unwrap();
+            }
+        }
+    });
+}

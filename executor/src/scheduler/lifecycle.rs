@@ -48,6 +48,7 @@ pub(crate) fn start(
             handoff: Mutex::new(None),
             cv: Condvar::new(),
         });
+        machine.local.set_owner(&machine);
         run(s, machine, core, first_p)
     });
     match spawned {
@@ -73,7 +74,21 @@ pub(crate) fn start(
 /// If no thread can be started the core comes back.
 pub(crate) fn handoff(shared: &Arc<Shared>, core: BoxCore) -> Result<(), BoxCore> {
     let node = core.node;
-    let m = shared.nodes[node].idle_machines.lock().unwrap().pop();
+    let m = {
+        let mut pool = shared.nodes[node].idle_machines.lock().unwrap();
+        // An M that lost this P and waits for it first (above all one with
+        // pinned tasks, which no other M can run: a retake handing the P
+        // to any idle M could leave them waiting for good), then any.
+        let asker = shared.procs[core.index].take_asker(|m| pool.iter().any(|x| Arc::ptr_eq(x, m)));
+        match asker {
+            Some(m) => {
+                let pos = pool.iter().position(|x| Arc::ptr_eq(x, &m));
+                pool.swap_remove(pos.expect("take_asker picked an M of the pool"));
+                Some(m)
+            }
+            None => pool.pop(),
+        }
+    };
     if let Some(m) = m {
         m.give(core);
         return Ok(());
@@ -180,6 +195,9 @@ fn wait_for_core(
 ) -> Option<BoxCore> {
     let pool = &shared.nodes[machine.node].idle_machines;
     pool.lock().unwrap().push(machine.clone());
+    // A pinned task woken while this M was giving its P up may have found
+    // it still holding one and asked nobody: ask for it now.
+    let last_p = last_p.or_else(|| machine.local.note_no_p());
     if let Some(p) = last_p {
         shared.procs[p].ask_back(machine);
         // The P's holder may already be parked, having looked for an asker
@@ -208,7 +226,11 @@ fn wait_for_core(
             let before = p.len();
             p.retain(|m| !Arc::ptr_eq(m, machine));
             if p.len() < before {
-                // Nobody picked us: leave.
+                // Nobody picked us: leave, and stop asking for a P.
+                drop(p);
+                for asked in last_p.into_iter().chain(machine.local.last_p()) {
+                    shared.procs[asked].forget_asker(machine);
+                }
                 return None;
             }
             // Someone popped us and is about to hand us a core: wait for it.

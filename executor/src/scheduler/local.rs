@@ -37,10 +37,17 @@ pub(crate) struct LocalQueue {
 }
 
 enum OwnerWake {
-    /// An M: wake the driver of the P it holds.
+    /// An M: wake the driver of the P it holds; when it holds none, ask
+    /// the P it last held to come back to it (see `wake_owner`).
     Machine {
         shared: std::sync::Weak<Shared>,
+        /// The P the M holds, `usize::MAX` while it holds none.
         machine_p: AtomicUsize,
+        /// The P it last held (`usize::MAX`: none yet).
+        last_p: AtomicUsize,
+        /// The M itself, for asking a P back on its behalf (weak: the M
+        /// owns this queue).
+        owner: std::sync::OnceLock<std::sync::Weak<super::machine::Machine>>,
     },
     /// A thread in `block_on`.
     Thread {
@@ -64,6 +71,8 @@ impl LocalQueue {
             wake: OwnerWake::Machine {
                 shared: Arc::downgrade(shared),
                 machine_p: AtomicUsize::new(usize::MAX),
+                last_p: AtomicUsize::new(usize::MAX),
+                owner: std::sync::OnceLock::new(),
             },
             tasks: Registry::new(1),
         });
@@ -170,18 +179,41 @@ impl LocalQueue {
                     w.wake();
                 }
             }
-            OwnerWake::Machine { shared, machine_p } => {
+            OwnerWake::Machine {
+                shared,
+                machine_p,
+                last_p,
+                owner,
+            } => {
                 if std::thread::current().id() == self.owner {
                     return; // the owner looks at its queue before parking
                 }
-                let p = machine_p.load(Relaxed);
-                if let (Some(shared), true) = (shared.upgrade(), p != usize::MAX) {
-                    // (barrier) The owner releases its P under the idle lock
-                    // before its re-check; `take_specific` takes that lock
-                    // after our push, so one of the two sees the other.
-                    if shared.idle.take_specific(p) {
-                        shared.unpark(p);
+                let Some(shared) = shared.upgrade() else {
+                    return;
+                };
+                // (barrier) Pairs with the fence in `note_no_p`: either we
+                // see the owner without a P and ask for one on its behalf,
+                // or it sees our task once in its pool and asks itself.
+                std::sync::atomic::fence(SeqCst);
+                let mut p = machine_p.load(SeqCst);
+                if p == usize::MAX {
+                    // The owner holds no P (retaken, lent, or it gave its P
+                    // back): only it may run the task, so it must get one.
+                    // It asks the P it last held; the P's holder hands the
+                    // P over when it would park (an asker with pinned tasks
+                    // queued first), a retake hands it over at once.
+                    p = last_p.load(Relaxed);
+                    let m = owner.get().and_then(std::sync::Weak::upgrade);
+                    match m {
+                        Some(m) if p != usize::MAX => shared.procs[p].ask_back(&m),
+                        _ => return,
                     }
+                }
+                // (barrier) The holder releases its P under the idle lock
+                // before its re-check; `take_specific` takes that lock
+                // after our push (and ask), so one of the two sees the other.
+                if shared.idle.take_specific(p) {
+                    shared.unpark(p);
                 }
             }
         }
@@ -189,9 +221,51 @@ impl LocalQueue {
 
     /// Records the P the owning M now holds (`usize::MAX`: none).
     pub(crate) fn set_machine_p(&self, p: usize) {
-        if let OwnerWake::Machine { machine_p, .. } = &self.wake {
-            machine_p.store(p, Relaxed);
+        if let OwnerWake::Machine {
+            machine_p, last_p, ..
+        } = &self.wake
+        {
+            if p != usize::MAX {
+                last_p.store(p, Relaxed);
+            }
+            // SeqCst: one side of the barrier in `wake_owner`/`note_no_p`.
+            machine_p.store(p, SeqCst);
         }
+    }
+
+    /// The P the owning M last held (an M's queue only).
+    pub(crate) fn last_p(&self) -> Option<usize> {
+        match &self.wake {
+            OwnerWake::Machine { last_p, .. } => {
+                Some(last_p.load(Relaxed)).filter(|&p| p != usize::MAX)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether the owning M holds a P now (an M's queue only).
+    pub(crate) fn holds_p(&self) -> bool {
+        matches!(&self.wake, OwnerWake::Machine { machine_p, .. } if machine_p.load(Relaxed) != usize::MAX)
+    }
+
+    /// Records the M owning this queue (once, right after it is built).
+    pub(crate) fn set_owner(&self, m: &Arc<super::machine::Machine>) {
+        if let OwnerWake::Machine { owner, .. } = &self.wake {
+            let _ = owner.set(Arc::downgrade(m));
+        }
+    }
+
+    /// Called by the owning M once it waits in its pool without a P: if a
+    /// pinned task was queued meanwhile, the P it last held (the one to ask
+    /// back) — the waker may have seen it still holding a P and asked no one.
+    pub(crate) fn note_no_p(&self) -> Option<usize> {
+        let OwnerWake::Machine { last_p, .. } = &self.wake else {
+            return None;
+        };
+        // (barrier) Pairs with the fence in `wake_owner`.
+        std::sync::atomic::fence(SeqCst);
+        let p = last_p.load(Relaxed);
+        (!self.is_empty() && p != usize::MAX).then_some(p)
     }
 
     /// Closes the queue and drops every pinned task's future: the queued

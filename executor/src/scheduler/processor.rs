@@ -66,9 +66,12 @@ pub(crate) struct Processor {
     holder: Mutex<Option<Arc<Machine>>>,
     /// Where a `Core` rests when no M holds it: only during shutdown.
     pub(crate) core_slot: Mutex<Option<Box<Core>>>,
-    /// The M that gave this P away (block_in_place) and wants it back;
-    /// `has_asker` lets the holder check without locking.
-    asker: Mutex<Option<Arc<Machine>>>,
+    /// The M's that lost this P (block_in_place, a retake) and want it
+    /// back, oldest first; `has_asker` lets the holder check without
+    /// locking. Several may wait (a retaken M, then the M that took over
+    /// and was retaken in turn): an M with pinned tasks is served before
+    /// one without, since only it can run them (see `take_asker`).
+    askers: Mutex<Vec<Arc<Machine>>>,
     _inbox: NewLine,
     /// Tasks other threads sent to this P specifically (root-task
     /// distribution); the owner drains it like a small global queue.
@@ -167,7 +170,7 @@ impl Processor {
             running_batch: RunningBatch::default(),
             holder: Mutex::new(None),
             core_slot: Mutex::new(None),
-            asker: Mutex::new(None),
+            askers: Mutex::new(Vec::new()),
             has_asker: AtomicBool::new(false),
             _owner: NewLine,
             _inbox: NewLine,
@@ -194,13 +197,30 @@ impl Processor {
         (p, core)
     }
 
-    /// Records `m` as wanting this P back (the first asker wins).
+    /// Records `m` as wanting this P back.
     pub(crate) fn ask_back(&self, m: &Arc<Machine>) {
-        let mut a = self.asker.lock().unwrap();
-        if a.is_none() {
-            *a = Some(m.clone());
-            self.has_asker.store(true, Release);
+        let mut a = self.askers.lock().unwrap_or_else(|e| e.into_inner());
+        if !a.iter().any(|x| Arc::ptr_eq(x, m)) {
+            a.push(m.clone());
         }
+        self.has_asker.store(true, Release);
+    }
+
+    /// Whether an asker satisfies `f`.
+    pub(crate) fn any_asker(&self, f: impl FnMut(&Arc<Machine>) -> bool) -> bool {
+        self.askers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .any(f)
+    }
+
+    /// Forgets `m` as an asker (it is exiting: a holder must not wait for
+    /// it to reach its pool).
+    pub(crate) fn forget_asker(&self, m: &Arc<Machine>) {
+        let mut a = self.askers.lock().unwrap_or_else(|e| e.into_inner());
+        a.retain(|x| !Arc::ptr_eq(x, m));
+        self.has_asker.store(!a.is_empty(), Relaxed);
     }
 
     /// Whether an M waits to get this P back (the holder's park re-check).
@@ -209,14 +229,28 @@ impl Processor {
         self.has_asker.load(Acquire)
     }
 
-    /// Takes the M waiting for this P, if any.
-    pub(crate) fn take_asker(&self) -> Option<Arc<Machine>> {
+    /// Takes the M that should get this P back, among those for which
+    /// `usable` holds (waiting in its pool): one with pinned tasks queued
+    /// first, then one with pinned tasks alive, then the oldest. Askers
+    /// that hold a P again are forgotten; one neither holding a P nor in
+    /// its pool yet (on its way there) stays for the next look.
+    pub(crate) fn take_asker(
+        &self,
+        mut usable: impl FnMut(&Arc<Machine>) -> bool,
+    ) -> Option<Arc<Machine>> {
         if !self.has_asker.load(Acquire) {
             return None;
         }
-        let mut a = self.asker.lock().unwrap();
-        self.has_asker.store(false, Relaxed);
-        a.take()
+        let mut a = self.askers.lock().unwrap_or_else(|e| e.into_inner());
+        a.retain(|m| !m.local.holds_p());
+        let ok: Vec<bool> = a.iter().map(&mut usable).collect();
+        let pick = (0..a.len())
+            .find(|&i| ok[i] && !a[i].local.is_empty())
+            .or_else(|| (0..a.len()).find(|&i| ok[i] && a[i].local.has_live_tasks()))
+            .or_else(|| (0..a.len()).find(|&i| ok[i]));
+        let m = pick.map(|i| a.remove(i));
+        self.has_asker.store(!a.is_empty(), Relaxed);
+        m
     }
 
     /// Records the M that now holds this P (`Worker::run_core`).

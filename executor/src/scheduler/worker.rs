@@ -772,7 +772,7 @@ impl Worker {
         let work = shared.any_work(idx, was_spinning)
             || !self.machine.local.is_empty()
             || core.has_local_work()
-            || shared.procs[idx].has_asker();
+            || self.asker_waiting(idx, core.node);
         if !work && !shared.is_shutdown() {
             shared.procs[idx].metrics.parks.incr();
             core.flush_busy(&shared.procs[idx].metrics, false);
@@ -797,21 +797,34 @@ impl Worker {
         Some(core)
     }
 
+    /// Whether an M waits in its pool to get P `idx` back (the park
+    /// re-check). One that asked but is not in its pool (still running a
+    /// `block_in_place` closure, or on its way) does not count: the holder
+    /// would spin until it came. It asks again, and wakes the P, once there.
+    fn asker_waiting(&self, idx: usize, node: usize) -> bool {
+        let p = &self.shared.procs[idx];
+        if !p.has_asker() {
+            return false;
+        }
+        let pool = self.shared.nodes[node].idle_machines.lock().unwrap();
+        p.any_asker(|m| pool.iter().any(|x| Arc::ptr_eq(x, m)))
+    }
+
     /// Hands `core` to the M waiting to get this P back, if there is one and
     /// it is still in its pool (a concurrent handoff may have taken it).
     fn give_back(&self, mut core: BoxCore) -> Result<(), BoxCore> {
         let shared = &*self.shared;
-        let Some(m) = shared.procs[core.index].take_asker() else {
+        // Under the pool's lock: an asker still in it cannot be handed a
+        // core by anyone else meanwhile.
+        let mut pool = shared.nodes[core.node].idle_machines.lock().unwrap();
+        let me = &self.machine;
+        let Some(m) = shared.procs[core.index]
+            .take_asker(|m| !Arc::ptr_eq(m, me) && pool.iter().any(|x| Arc::ptr_eq(x, m)))
+        else {
             return Err(core);
         };
-        if Arc::ptr_eq(&m, &self.machine) {
-            return Err(core);
-        }
-        let mut pool = shared.nodes[m.node].idle_machines.lock().unwrap();
-        let Some(pos) = pool.iter().position(|x| Arc::ptr_eq(x, &m)) else {
-            return Err(core);
-        };
-        pool.swap_remove(pos);
+        let pos = pool.iter().position(|x| Arc::ptr_eq(x, &m));
+        pool.swap_remove(pos.expect("take_asker picked an M of the pool"));
         drop(pool);
         if core.spinning {
             core.spinning = false;
