@@ -63,3 +63,24 @@ fn a_socket_of_a_dropped_runtime_errors_inside_another_runtime() {
         assert_runtime_gone(listener.accept().now_or_never());
     });
 }
+
+/// With a shut-down runtime still entered, making a socket fails with the
+/// shutdown error (tokio's rule), also for a future made before.
+#[test]
+fn sockets_made_after_shutdown_fail_with_the_shutdown_error() {
+    let rt = numa_rt::runtime::Runtime::new().unwrap();
+    let _enter = rt.enter();
+    let early = numa_rt::net::TcpListener::bind("127.0.0.1:0");
+    rt.shutdown_timeout(std::time::Duration::from_secs(30));
+    let h = numa_rt::runtime::Handle::current();
+    let err = h.block_on(early).unwrap_err();
+    assert!(numa_rt::runtime::is_rt_shutdown_err(&err), "{err}");
+    let err = h
+        .block_on(numa_rt::net::UdpSocket::bind("127.0.0.1:0"))
+        .unwrap_err();
+    assert!(numa_rt::runtime::is_rt_shutdown_err(&err), "{err}");
+    let dir = std::env::temp_dir().join(format!("numa_rt_gone_{}", std::process::id()));
+    let err = numa_rt::net::UnixListener::bind(&dir).unwrap_err();
+    assert!(numa_rt::runtime::is_rt_shutdown_err(&err), "{err}");
+    assert!(!dir.exists(), "no socket file left behind");
+}

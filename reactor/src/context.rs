@@ -74,6 +74,19 @@ pub(crate) fn current_home() -> Option<std::sync::Weak<crate::driver::Shared>> {
     })
 }
 
+/// The shutdown error when this thread's current runtime has shut down
+/// (tokio's sockets fail to be made then: `bind`, `connect`); `Ok` outside
+/// any runtime too, where a socket registers when first polled.
+pub(crate) fn check_not_shut_down() -> std::io::Result<()> {
+    let gone =
+        CURRENT_REACTOR.with(|c| c.borrow().as_ref().is_some_and(|r| r.shared.is_shutdown()));
+    if gone {
+        Err(crate::driver::io::shutdown_error())
+    } else {
+        Ok(())
+    }
+}
+
 /// [`with_current`] that gives `None` outside a runtime instead of panicking.
 pub(crate) fn try_with_current<R>(f: impl FnOnce(&Reactor) -> R) -> Option<R> {
     CURRENT_REACTOR.with(|c| c.borrow().as_ref().map(f))

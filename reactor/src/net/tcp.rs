@@ -39,6 +39,7 @@ impl TcpListener {
     /// Binds to `addr` (the first address that works), with `SO_REUSEADDR`
     /// and a backlog of 1024.
     pub async fn bind(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
+        crate::context::check_not_shut_down()?;
         each_addr(addr, |a| {
             mio::net::TcpListener::bind(a).map(TcpListener::new)
         })
@@ -122,6 +123,7 @@ impl TcpStream {
     /// Connects to `addr`, trying each resolved address in turn. A host
     /// name is resolved off the worker (see [`super::lookup_host`]).
     pub async fn connect(addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
+        crate::context::check_not_shut_down()?;
         let mut last = None;
         for a in super::resolve(addr).await? {
             match TcpStream::connect_addr(a).await {

@@ -221,6 +221,7 @@ impl TcpSocket {
 
     /// Connects to `addr`, turning the socket into a [`TcpStream`].
     pub async fn connect(self, addr: SocketAddr) -> io::Result<TcpStream> {
+        crate::context::check_not_shut_down()?;
         match self.inner.connect(&SockAddr::from(addr)) {
             Ok(()) => {}
             Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}

@@ -56,6 +56,7 @@ fn ip_addr(a: SockAddr) -> io::Result<SocketAddr> {
 impl UdpSocket {
     /// Binds to `addr` (the first address that works).
     pub async fn bind(addr: impl ToSocketAddrs) -> io::Result<UdpSocket> {
+        crate::context::check_not_shut_down()?;
         each_addr(addr, |a| mio::net::UdpSocket::bind(a).map(UdpSocket::new)).await
     }
 

@@ -94,6 +94,7 @@ impl UnixListener {
     /// Binds to the filesystem `path` (which must not exist yet), or on
     /// Linux to an abstract name: a leading NUL byte, then the name.
     pub fn bind(path: impl AsRef<Path>) -> io::Result<UnixListener> {
+        crate::context::check_not_shut_down()?;
         UnixListener::bind_addr(&std_addr(path.as_ref())?)
     }
 
@@ -175,6 +176,7 @@ impl UnixStream {
     /// Connects to the socket at `path` (a filesystem path, or on Linux a
     /// leading NUL byte and an abstract name).
     pub async fn connect(path: impl AsRef<Path>) -> io::Result<UnixStream> {
+        crate::context::check_not_shut_down()?;
         let addr = std_addr(path.as_ref())?;
         UnixStream::connect_addr(&addr).await
     }

@@ -42,6 +42,7 @@ impl UnixDatagram {
     /// A socket bound to `path`: a filesystem path (which must not exist
     /// yet), or on Linux a leading NUL byte and an abstract name.
     pub fn bind(path: impl AsRef<Path>) -> io::Result<UnixDatagram> {
+        crate::context::check_not_shut_down()?;
         UnixDatagram::bind_addr(&std_addr(path.as_ref())?)
     }
 
