@@ -201,3 +201,20 @@ fn send_and_sync() {
         send(fs::File::open("x"));
     };
 }
+
+/// After shutdown (the runtime still entered) a file operation fails with
+/// tokio's "background task failed", the task's JoinError as its source.
+#[test]
+fn an_operation_after_shutdown_is_a_background_task_failure() {
+    let rt = numa_rt::runtime::Runtime::new().unwrap();
+    let _enter = rt.enter();
+    rt.shutdown_timeout(std::time::Duration::from_secs(30));
+    let err = numa_rt::runtime::Handle::current()
+        .block_on(numa_rt::fs::read_to_string("Cargo.toml"))
+        .unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::Other);
+    let inner = err.get_ref().expect("an inner error");
+    assert_eq!(inner.to_string(), "background task failed");
+    let cause = std::error::Error::source(inner).expect("the JoinError as source");
+    assert!(cause.to_string().contains("cancelled"), "{cause}");
+}

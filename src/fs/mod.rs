@@ -90,9 +90,26 @@ where
     }
 }
 
-/// The error of a blocking operation that never returned.
+/// The error of a blocking operation that never returned: tokio's words
+/// ("background task failed", which callers match on), the cause (the
+/// task's `JoinError`) as its `source`.
 pub(crate) fn background_failed(e: crate::JoinError) -> io::Error {
-    io::Error::other(format!("background task failed: {e}"))
+    io::Error::other(BackgroundFailed(e))
+}
+
+#[derive(Debug)]
+struct BackgroundFailed(crate::JoinError);
+
+impl std::fmt::Display for BackgroundFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("background task failed")
+    }
+}
+
+impl std::error::Error for BackgroundFailed {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
 }
 
 /// Reads a whole file into a vector (`std::fs::read` on the blocking
