@@ -129,3 +129,44 @@ fn two_pushes_never_count_the_same_idle_thread() {
         rt.block_on(second).unwrap();
     }
 }
+
+/// A closure spawned before shutdown still runs (queued behind a busy
+/// thread, too) and its handle gets the value; one spawned after is
+/// dropped (tokio's rules).
+#[test]
+fn closures_queued_before_shutdown_still_run() {
+    let rt = Builder::new()
+        .max_procs(1)
+        .max_blocking_threads(1)
+        .build()
+        .unwrap();
+    let h = rt.handle().clone();
+    let (go, wait) = std::sync::mpsc::channel::<()>();
+    // The one thread is busy until released; the second closure queues.
+    let first = h.spawn_blocking(move || wait.recv_timeout(HANG).is_ok());
+    let second = h.spawn_blocking(|| 42);
+    let probe = h.clone();
+    let releaser = std::thread::spawn(move || {
+        // Released only once the pool's shutdown has begun (a new closure
+        // is refused: its handle is cancelled at once): the second closure
+        // is still queued then, behind the first.
+        let until = std::time::Instant::now() + HANG;
+        loop {
+            use futures::FutureExt;
+            match probe.spawn_blocking(|| ()).now_or_never() {
+                Some(Err(e)) if e.is_cancelled() => break,
+                _ => {}
+            }
+            assert!(std::time::Instant::now() < until, "shutdown never began");
+            std::thread::yield_now();
+        }
+        let _ = go.send(());
+    });
+    rt.shutdown_timeout(HANG);
+    releaser.join().unwrap();
+    let other = numa_rt_executor::Runtime::new().unwrap();
+    assert!(other.block_on(first).unwrap());
+    assert_eq!(other.block_on(second).unwrap(), 42);
+    let late = h.spawn_blocking(|| 7);
+    assert!(other.block_on(late).unwrap_err().is_cancelled());
+}

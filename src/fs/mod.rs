@@ -11,8 +11,9 @@
 //! [`sync_all`](File::sync_all)), and data written is only known to be in
 //! the file after `flush` (or `sync_all`/`sync_data`, which also wait for
 //! it). A `File` dropped with a write in flight still completes the write,
-//! unless the runtime shuts down first: then numa_rt's pool drops the
-//! queued write (tokio runs it anyway). Flush before dropping.
+//! also when the runtime shuts down meanwhile (the blocking pool runs the
+//! closures queued before shutdown, as tokio's). Flush before dropping to
+//! see its error.
 //!
 //! ```
 //! use numa_rt::fs;

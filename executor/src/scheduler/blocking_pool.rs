@@ -127,12 +127,16 @@ impl BlockingPool {
         handle
     }
 
-    /// Stops the pool: queued closures are dropped, idle threads leave,
-    /// running ones are waited for until `deadline`.
+    /// Stops the pool: new closures are refused (dropped), queued and
+    /// running ones are waited for until `deadline` (after it, the threads
+    /// finish them on their own), idle threads leave.
     pub(crate) fn shutdown(&self, deadline: Option<Instant>) {
         let mut st = self.inner.state.lock().unwrap_or_else(|e| e.into_inner());
         st.shutdown = true;
-        let queued: Vec<_> = st.queue.drain(..).collect();
+        // Closures already queued still run (tokio's rule: a
+        // `spawn_blocking` made before shutdown completes, and a file write
+        // handed to the pool lands); only new ones are refused. The threads
+        // take them before they leave.
         self.inner.work.notify_all();
         while st.threads > 0 {
             st = match deadline {
@@ -156,7 +160,6 @@ impl BlockingPool {
         }
         let handles = std::mem::take(&mut st.handles);
         drop(st);
-        drop(queued);
         for h in handles {
             if h.is_finished() {
                 let _ = h.join();
