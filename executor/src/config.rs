@@ -53,7 +53,7 @@ pub(crate) struct Config {
     /// The placement rules (`Builder::placement`, `NUMA_RT_PLACEMENT`).
     pub(crate) placement: crate::scheduler::placement::Placement,
     /// What `Handle::id` returns: unique among live runtimes.
-    pub(crate) id: crate::runtime::Id,
+    pub(crate) id: crate::runtime_id::Id,
     /// What `Handle::name` returns (`Builder::name`).
     pub(crate) name: Option<String>,
     /// Start the side tokio runtime (`crate::tokio_compat`).

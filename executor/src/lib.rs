@@ -39,6 +39,7 @@ mod metrics;
 pub mod numa;
 mod queue;
 mod runtime;
+mod runtime_id;
 mod scheduler;
 mod spawn;
 mod sysmon;

@@ -48,7 +48,8 @@ pub(crate) fn start(
             handoff: Mutex::new(None),
             cv: Condvar::new(),
         });
-        machine.local.set_owner(&machine);
+        let owner: std::sync::Weak<dyn super::local::AsksForP> = Arc::downgrade(&machine) as _;
+        machine.local.set_owner(owner);
         run(s, machine, core, first_p)
     });
     match spawned {

@@ -36,6 +36,14 @@ pub(crate) struct LocalQueue {
     pub(crate) tasks: Arc<Registry>,
 }
 
+/// An M, as its pinned queue sees it: something that can ask a P of
+/// `shared` back for itself (`Machine` implements it; the trait keeps this
+/// module from importing the M's).
+pub(crate) trait AsksForP: Send + Sync {
+    /// Adds this M to P `p`'s askers.
+    fn ask_back(self: Arc<Self>, shared: &Shared, p: usize);
+}
+
 enum OwnerWake {
     /// An M: wake the driver of the P it holds; when it holds none, ask
     /// the P it last held to come back to it (see `wake_owner`).
@@ -47,7 +55,7 @@ enum OwnerWake {
         last_p: AtomicUsize,
         /// The M itself, for asking a P back on its behalf (weak: the M
         /// owns this queue).
-        owner: std::sync::OnceLock<std::sync::Weak<super::machine::Machine>>,
+        owner: std::sync::OnceLock<std::sync::Weak<dyn AsksForP>>,
     },
     /// A thread in `block_on`.
     Thread {
@@ -205,7 +213,7 @@ impl LocalQueue {
                     p = last_p.load(Relaxed);
                     let m = owner.get().and_then(std::sync::Weak::upgrade);
                     match m {
-                        Some(m) if p != usize::MAX => shared.procs[p].ask_back(&m),
+                        Some(m) if p != usize::MAX => m.ask_back(&shared, p),
                         _ => return,
                     }
                 }
@@ -249,9 +257,9 @@ impl LocalQueue {
     }
 
     /// Records the M owning this queue (once, right after it is built).
-    pub(crate) fn set_owner(&self, m: &Arc<super::machine::Machine>) {
+    pub(crate) fn set_owner(&self, m: std::sync::Weak<dyn AsksForP>) {
         if let OwnerWake::Machine { owner, .. } = &self.wake {
-            let _ = owner.set(Arc::downgrade(m));
+            let _ = owner.set(m);
         }
     }
 

@@ -31,6 +31,12 @@ pub(crate) struct Machine {
     pub(crate) cv: Condvar,
 }
 
+impl super::local::AsksForP for Machine {
+    fn ask_back(self: Arc<Self>, shared: &super::Shared, p: usize) {
+        shared.procs[p].ask_back(&self);
+    }
+}
+
 impl Machine {
     /// Hands `core` to this M, which waits for one in its node's pool (the
     /// caller took it out of the pool).

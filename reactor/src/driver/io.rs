@@ -210,13 +210,6 @@ impl ScheduledIo {
         !w.reader.is_empty() || !w.writer.is_empty()
     }
 
-    /// Forgets the wakers a dropped [`waiters::WaitFn`] stored under `key`.
-    pub(crate) fn remove_waiter(&self, key: u64) {
-        let mut w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
-        w.reader.remove(key);
-        w.writer.remove(key);
-    }
-
     /// Ready when the direction has readiness; otherwise stores the waker,
     /// beside those of other tasks waiting in `dir` (under the polling
     /// `WaitFn`'s key, or as the one unkeyed `poll_*` waiter).
@@ -357,6 +350,15 @@ impl Slab {
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = &Arc<ScheduledIo>> {
         self.slots.iter().filter_map(|s| s.io.as_ref())
+    }
+}
+
+impl waiters::WaiterSource for ScheduledIo {
+    /// Forgets the wakers a dropped [`waiters::WaitFn`] stored under `key`.
+    fn remove_waiter(&self, key: u64) {
+        let mut w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        w.reader.remove(key);
+        w.writer.remove(key);
     }
 }
 

@@ -25,8 +25,6 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use super::io::ScheduledIo;
-
 /// The key of unkeyed (`poll_*`) waiters.
 pub(crate) const UNKEYED: u64 = 0;
 
@@ -131,13 +129,20 @@ impl DirWaiters {
     }
 }
 
+/// A source whose waiter lists a [`WaitFn`] leaves on drop (the I/O
+/// driver's `ScheduledIo`; a trait, so that this module need not import it).
+pub(crate) trait WaiterSource: Send + Sync {
+    /// Removes the waker stored under `key`, if any.
+    fn remove_waiter(&self, key: u64);
+}
+
 thread_local! {
     /// The key of the [`WaitFn`] being polled on this thread (`UNKEYED`
     /// outside one), read by `ScheduledIo::poll_ready`.
     static KEY: Cell<u64> = const { Cell::new(UNKEYED) };
     /// The source that poll stored a keyed waker with, handed back to the
     /// `WaitFn` so that its drop can remove the entry.
-    static STORED: RefCell<Option<Arc<ScheduledIo>>> = const { RefCell::new(None) };
+    static STORED: RefCell<Option<Arc<dyn WaiterSource>>> = const { RefCell::new(None) };
 }
 
 /// The key under which a waker polled on this thread now should be stored.
@@ -146,15 +151,21 @@ pub(crate) fn current_key() -> u64 {
 }
 
 /// Tells the polling [`WaitFn`] (if any) that its waker is stored in `io`.
-pub(crate) fn stored_in(io: &Arc<ScheduledIo>) {
+pub(crate) fn stored_in<S: WaiterSource + 'static>(io: &Arc<S>) {
     if current_key() != UNKEYED {
         STORED.with(|s| {
             let mut s = s.borrow_mut();
-            if !matches!(&*s, Some(prev) if Arc::ptr_eq(prev, io)) {
+            if !matches!(&*s, Some(prev) if same(prev, io)) {
                 *s = Some(io.clone());
             }
         });
     }
+}
+
+/// Whether `a` and `b` are the same source (addresses only: a `dyn`
+/// pointer's vtable may differ between codegen units).
+fn same<S: ?Sized>(a: &Arc<dyn WaiterSource>, b: &Arc<S>) -> bool {
+    std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
 }
 
 /// `std::future::poll_fn` for the `async fn`s that wait on a source: their
@@ -173,14 +184,14 @@ pub(crate) struct WaitFn<F> {
     /// Assigned on the first poll; unique for the process's life.
     key: u64,
     /// The source holding this future's waker, to remove it from on drop.
-    stored: Option<Arc<ScheduledIo>>,
+    stored: Option<Arc<dyn WaiterSource>>,
 }
 
 // `f` is only ever called through `&mut`, never pinned.
 impl<F> Unpin for WaitFn<F> {}
 
 /// Restores the enclosing `WaitFn`'s key (a nested or panicking poll).
-struct Restore(u64, Option<Arc<ScheduledIo>>);
+struct Restore(u64, Option<Arc<dyn WaiterSource>>);
 
 impl Drop for Restore {
     fn drop(&mut self) {
@@ -205,7 +216,7 @@ impl<T, F: FnMut(&mut Context<'_>) -> Poll<T>> Future for WaitFn<F> {
         let r = (this.f)(cx);
         if let Some(io) = STORED.with(|s| s.borrow_mut().take()) {
             match &this.stored {
-                Some(prev) if Arc::ptr_eq(prev, &io) => {}
+                Some(prev) if same(prev, &io) => {}
                 prev => {
                     if let Some(prev) = prev {
                         prev.remove_waiter(this.key);
@@ -281,7 +292,7 @@ mod tests {
 
     #[test]
     fn a_dropped_wait_leaves_no_waker_behind() {
-        use super::super::io::{Direction, Kind};
+        use super::super::io::{Direction, Kind, ScheduledIo};
         let io = Arc::new(ScheduledIo::new(Kind::Listener));
         let waker = Waker::from(Arc::new(Noop));
         let mut cx = Context::from_waker(&waker);
