@@ -264,3 +264,16 @@ async fn receiver_async_io() {
     .await
     .unwrap();
 }
+
+/// `ready(Interest::ERROR)` on a sender whose reader is gone resolves
+/// (EPOLLERR), as on the sockets; it used to wait for ever.
+#[numa_rt::test]
+async fn a_sender_sees_error_readiness_once_the_reader_is_gone() {
+    let (tx, rx) = pipe::pipe().unwrap();
+    drop(rx);
+    let ready = timeout(GUARD, tx.ready(Interest::ERROR))
+        .await
+        .expect("ERROR readiness reported")
+        .unwrap();
+    assert!(ready.is_error(), "{ready:?}");
+}

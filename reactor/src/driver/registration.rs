@@ -351,33 +351,6 @@ impl<S: AsRawFd> PollEvented<S> {
         self.registration()?.poll_ready(cx, dir)
     }
 
-    /// Waits until the socket is ready in at least one of the directions
-    /// asked for, returning what each of them reported (taking one unit of
-    /// coop budget). Both waker slots hold the task while it waits.
-    pub(crate) fn poll_ready_any(
-        &self,
-        cx: &mut Context<'_>,
-        read: bool,
-        write: bool,
-    ) -> Poll<io::Result<[Option<ReadyEvent>; 2]>> {
-        ready!(coop::poll_proceed(cx));
-        let reg = self.registration()?;
-        let mut out = [None, None];
-        for (i, dir) in [(read, Direction::Read), (write, Direction::Write)]
-            .into_iter()
-            .enumerate()
-            .filter_map(|(i, (on, d))| on.then_some((i, d)))
-        {
-            if let Poll::Ready(r) = reg.poll_ready(cx, dir) {
-                out[i] = Some(r?);
-            }
-        }
-        if out.iter().all(Option::is_none) {
-            return Poll::Pending;
-        }
-        Poll::Ready(Ok(out))
-    }
-
     /// Runs `op` once if the socket is ready in one of the directions asked
     /// for, without waiting: not ready gives `WouldBlock` with no syscall,
     /// and `WouldBlock` from `op` forgets the readiness it was tried on.

@@ -4,9 +4,7 @@
 use std::fmt;
 use std::ops::{BitAnd, BitOr, BitOrAssign, Sub};
 
-use crate::driver::io::{
-    ReadyEvent, ERROR, PRIORITY, READABLE, READ_CLOSED, WRITABLE, WRITE_CLOSED,
-};
+use crate::driver::io::{ERROR, PRIORITY, READABLE, READ_CLOSED, WRITABLE, WRITE_CLOSED};
 
 // Interest bits (their own; `Interest::mask` maps them to readiness bits).
 const I_READABLE: u8 = 0b0001;
@@ -166,10 +164,6 @@ impl Ready {
     /// Every readiness.
     pub const ALL: Ready =
         Ready(READABLE | WRITABLE | READ_CLOSED | WRITE_CLOSED | ERROR | PRIORITY);
-
-    pub(crate) fn from_events(evs: &[Option<ReadyEvent>]) -> Ready {
-        Ready::from_bits(evs.iter().flatten().fold(0, |b, ev| b | ev.bits()))
-    }
 
     /// The public readiness among the driver's bits.
     pub(crate) fn from_bits(bits: usize) -> Ready {

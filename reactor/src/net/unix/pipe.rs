@@ -158,12 +158,11 @@ impl Sender {
     /// Waits until the pipe is ready for `interest` and says how (see
     /// `TcpStream::ready`; only writing applies to a sender).
     pub async fn ready(&self, interest: Interest) -> io::Result<Ready> {
-        let evs = crate::coop::unconstrained(wait_fn(|cx| {
-            self.io
-                .poll_ready_any(cx, interest.is_readable(), interest.is_writable())
-        }))
-        .await?;
-        Ok(Ready::from_events(&evs))
+        // Any interest, ERROR and PRIORITY included (as the sockets').
+        let mask = interest.mask();
+        let ev = crate::coop::unconstrained(wait_fn(|cx| self.io.poll_ready_mask(cx, mask, true)))
+            .await?;
+        Ok(Ready::from_bits(ev.bits()))
     }
 
     /// Waits until a write may not block (then [`try_write`](Self::try_write)).
@@ -273,12 +272,11 @@ impl Receiver {
     /// reading applies to a receiver; the writer leaving reads as
     /// `is_read_closed`).
     pub async fn ready(&self, interest: Interest) -> io::Result<Ready> {
-        let evs = crate::coop::unconstrained(wait_fn(|cx| {
-            self.io
-                .poll_ready_any(cx, interest.is_readable(), interest.is_writable())
-        }))
-        .await?;
-        Ok(Ready::from_events(&evs))
+        // Any interest, ERROR and PRIORITY included (as the sockets').
+        let mask = interest.mask();
+        let ev = crate::coop::unconstrained(wait_fn(|cx| self.io.poll_ready_mask(cx, mask, true)))
+            .await?;
+        Ok(Ready::from_bits(ev.bits()))
     }
 
     /// Waits until a read may not block (then [`try_read`](Self::try_read)).
