@@ -814,6 +814,10 @@ impl Worker {
     /// it is still in its pool (a concurrent handoff may have taken it).
     fn give_back(&self, mut core: BoxCore) -> Result<(), BoxCore> {
         let shared = &*self.shared;
+        // One load on every park: the pool's lock only when someone asks.
+        if !shared.procs[core.index].has_asker() {
+            return Err(core);
+        }
         // Under the pool's lock: an asker still in it cannot be handed a
         // core by anyone else meanwhile.
         let mut pool = shared.nodes[core.node].idle_machines.lock().unwrap();
