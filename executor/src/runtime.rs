@@ -222,18 +222,19 @@ impl Runtime {
         let shared = &self.handle.shared;
         // Dropped from one of our own workers: it cannot wait for itself.
         let me = usize::from(context::current_node_of(shared).is_some());
-        shared.begin_shutdown();
-        // Timers and I/O drop their wakers: idle tasks are scheduled once
-        // and, the runtime being shut down, dropped.
-        shared.reactor.shutdown();
-        shared.machines.wait_all(deadline, me);
-        shared.blocking.shutdown(deadline);
         {
             // The futures dropped here see their runtime as tokio's do
-            // (`Handle::try_current` in a destructor): entered for the
-            // drain, left before the side tokio runtime stops.
-            // (Not when the runtime drops with its thread's locals.)
+            // (`Handle::try_current` in a destructor): entered from the
+            // first wake (`begin_shutdown` drops every idle task on this
+            // thread) to the drain, left before the side tokio runtime
+            // stops. (Not when the runtime drops with its thread's locals.)
             let _entered = context::try_enter(shared.clone());
+            shared.begin_shutdown();
+            // Timers and I/O drop their wakers: idle tasks are scheduled
+            // once and, the runtime being shut down, dropped.
+            shared.reactor.shutdown();
+            shared.machines.wait_all(deadline, me);
+            shared.blocking.shutdown(deadline);
             shared.drain_all();
         }
         // Last: tokio resources inside the futures just dropped have

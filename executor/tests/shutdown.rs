@@ -193,6 +193,22 @@ fn futures_dropped_at_shutdown_see_their_runtime() {
     }
     let seen = Arc::new(AtomicUsize::new(0));
     let rt = rt(2);
+    // Idle: polled once, then nobody holds a waker. Shutdown's first wake
+    // drops them on the dropping thread (this one).
+    let (polled_tx, polled) = std::sync::mpsc::channel();
+    for _ in 0..4 {
+        let s = SeesRuntime(seen.clone());
+        let polled_tx = polled_tx.clone();
+        drop(rt.spawn(async move {
+            let _s = s;
+            polled_tx.send(()).unwrap();
+            std::future::pending::<()>().await
+        }));
+    }
+    for _ in 0..4 {
+        polled.recv().unwrap();
+    }
+    // Most likely never polled (queued) when the runtime drops, else idle.
     for _ in 0..4 {
         let s = SeesRuntime(seen.clone());
         drop(rt.spawn(async move {
@@ -200,7 +216,6 @@ fn futures_dropped_at_shutdown_see_their_runtime() {
             std::future::pending::<()>().await
         }));
     }
-    // Never polled (queued) or idle: both kinds are dropped at shutdown.
     drop(rt);
-    assert_eq!(seen.load(Ordering::SeqCst), 4);
+    assert_eq!(seen.load(Ordering::SeqCst), 8);
 }

@@ -216,8 +216,25 @@ fn wait_for_core(
         }
         if shared.is_shutdown() {
             drop(slot);
-            pool.lock().unwrap().retain(|m| !Arc::ptr_eq(m, machine));
-            return None;
+            let mut p = pool.lock().unwrap();
+            let before = p.len();
+            p.retain(|m| !Arc::ptr_eq(m, machine));
+            if p.len() < before {
+                return None;
+            }
+            // Someone popped us before we left the pool and is about to
+            // hand us a core: take it, so that the scheduling loop leaves
+            // it in its P's slot for shutdown's drain. Left in our hand-off
+            // slot, its queued tasks would be dropped with this M, outside
+            // the runtime and after the drain.
+            drop(p);
+            slot = machine.handoff.lock().unwrap();
+            loop {
+                if let Some(c) = slot.take() {
+                    return Some(c);
+                }
+                slot = machine.cv.wait(slot).unwrap();
+            }
         }
         let (s, t) = machine.cv.wait_timeout(slot, M_KEEP_ALIVE).unwrap();
         slot = s;
