@@ -28,7 +28,9 @@
 #
 # Environment: WORKERS (default "1 16"), WORKLOADS ("spawn_from_task
 # spawn_many_local"), RUNTIMES ("numa_rt tokio go"), K (2; GO_K, 5, for Go), OUT (where the
-# callgrind files stay; default /tmp/spawn-callgrind), GO (go command).
+# callgrind files stay; default /tmp/spawn-callgrind), GO (go command),
+# CG_EXTRA (more callgrind options: `--dump-instr=yes` for
+# benches/callgrind_atomics.py's locked instructions per task).
 # Prints each cell's split and a markdown table of the totals.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,7 +63,8 @@ tasks_per_iter() {
 # cg FILE CMD... -> the file's total Ir
 cg() {
     local f=$1; shift
-    valgrind --tool=callgrind --callgrind-out-file="$f" "$@" >"$f.stdout" 2>"$f.log"
+    # shellcheck disable=SC2086 # CG_EXTRA is a list of options
+    valgrind --tool=callgrind ${CG_EXTRA:-} --callgrind-out-file="$f" "$@" >"$f.stdout" 2>"$f.log"
     sed -n 's/^summary: *\([0-9]*\).*/\1/p; s/^totals: *\([0-9]*\).*/\1/p' "$f" | head -1
 }
 

@@ -405,13 +405,27 @@ impl Handle {
     /// The live tasks (`Send` and pinned): id, spawn location, state
     /// (running on which P, scheduled, idle), time since the last poll.
     /// Read without stopping the runtime (a per-task snapshot; see
-    /// [`TaskDump`](crate::task::TaskDump)). Its `Display` prints one line per task.
+    /// [`TaskDump`](crate::task::TaskDump)). Its `Display` prints one line
+    /// per task. A `Send` task still queued since its spawn, never polled,
+    /// is counted but not listed.
     ///
     /// ```
     /// let rt = numa_rt_executor::Runtime::new().unwrap();
     /// let (tx, rx) = futures::channel::oneshot::channel::<()>();
-    /// let h = rt.spawn(async move { rx.await.ok() });
-    /// let dump = rt.dump();
+    /// let (polled_tx, polled) = futures::channel::oneshot::channel::<()>();
+    /// let h = rt.spawn(async move {
+    ///     polled_tx.send(()).unwrap();
+    ///     rx.await.ok()
+    /// });
+    /// rt.block_on(polled).unwrap();
+    /// // Listed once its first poll has returned `Pending`.
+    /// let dump = loop {
+    ///     let dump = rt.dump();
+    ///     if dump.tasks().iter().any(|t| t.id == h.id()) {
+    ///         break dump;
+    ///     }
+    ///     std::thread::yield_now();
+    /// };
     /// let t = dump.tasks().iter().find(|t| t.id == h.id()).unwrap();
     /// assert_eq!(t.location.file(), file!());
     /// println!("{dump}");

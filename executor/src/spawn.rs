@@ -4,16 +4,23 @@ use crate::runtime::Handle;
 use crate::scheduler::{context, local};
 use crate::task::JoinHandle;
 use std::future::Future;
+use std::panic::Location;
 
 #[track_caller]
 pub(crate) fn current_handle(what: &str) -> Handle {
     match Handle::try_current() {
         Ok(h) => h,
-        Err(_) => panic!(
-            "{what} must be called from a numa_rt runtime: inside a task, Runtime::block_on, \
-             #[numa_rt::main], or with a Handle entered (Handle::enter)"
-        ),
+        Err(_) => no_runtime(what),
     }
+}
+
+#[track_caller]
+#[cold]
+fn no_runtime(what: &str) -> ! {
+    panic!(
+        "{what} must be called from a numa_rt runtime: inside a task, Runtime::block_on, \
+         #[numa_rt::main], or with a Handle entered (Handle::enter)"
+    )
 }
 
 /// Spawns a task on the current runtime.
@@ -40,7 +47,12 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    current_handle("numa_rt::spawn").spawn(future)
+    // Through the entered runtime, borrowed (no `Handle` clone per spawn).
+    let location = Location::caller();
+    match context::with_current(|shared| shared.spawn_at(future, location)) {
+        Some(handle) => handle,
+        None => no_runtime("numa_rt::spawn"),
+    }
 }
 
 /// Spawns a task beside another task, on the current runtime: see

@@ -682,11 +682,13 @@ fn report_stall(shared: &Shared, p: usize, ran: Duration) {
     let task = proc.current_task.load(Relaxed);
     // The location is looked up here, once per stall, rather than stored
     // by every poll: the running task is in the dump's registries.
+    // A task in its first poll has no entry yet: the P keeps its location.
     let location = dump(shared)
         .tasks()
         .iter()
         .find(|t| t.id.as_u64() == task)
-        .map(|t| t.location);
+        .map(|t| t.location)
+        .or_else(|| crate::task::site_location(proc.current_site.load(Relaxed)));
     let queued = proc.steal.len() + usize::from(proc.steal.has_runnext()) + proc.inbox.len();
     let machine = proc.metrics.machine.load(Relaxed);
     #[cfg(feature = "tracing")]
@@ -1016,7 +1018,10 @@ pub(crate) fn dump(shared: &Shared) -> TaskDump {
     }
     // Longest-unpolled first; never-polled tasks after those polled.
     tasks.sort_by_key(|t| std::cmp::Reverse(t.since_last_poll));
-    TaskDump { tasks }
+    TaskDump {
+        tasks,
+        unpolled: shared.tasks.unpolled(),
+    }
 }
 
 #[cfg(test)]

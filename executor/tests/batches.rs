@@ -20,6 +20,20 @@ fn batch_of(handle: &Handle, id: numa_rt_executor::task::Id) -> Option<u16> {
         .batch
 }
 
+/// Waits until task `id` is listed in the dump from its registry entry
+/// (with its batch): once its first poll has returned `Pending`. Before, a
+/// `Send` task is only counted.
+async fn listed(handle: &Handle, id: numa_rt_executor::task::Id) {
+    while !handle
+        .dump()
+        .tasks()
+        .iter()
+        .any(|t| t.id == id && t.since_last_poll.is_some())
+    {
+        numa_rt_executor::task::yield_now().await;
+    }
+}
+
 /// A task's batch as one dump sees it, or `Err` if its link has decayed in
 /// that dump (last poll stamped more than the 100 ms decay window before
 /// it: a busy machine can keep a worker off the CPU that long, and a P
@@ -87,6 +101,7 @@ fn tasks_that_wake_each_other_end_up_in_one_batch() {
         {
             numa_rt_executor::task::yield_now().await;
         }
+        listed(&handle, lonely.id()).await;
         let dump = handle.dump();
         let (ba, bb) = match (fresh_batch(&dump, a.id()), fresh_batch(&dump, b.id())) {
             (Ok(ba), Ok(bb)) => (ba, bb),
@@ -149,6 +164,7 @@ fn spawn_near_starts_the_task_on_the_anchors_processor_in_its_batch() {
                 let _ = stop_rx.await;
             });
             let anchor_p = p_rx.await.unwrap();
+            listed(&handle, anchor.id()).await;
             let near = numa_rt_executor::task::spawn_near(&anchor, async { current_p().unwrap() });
             let near_id = near.id();
             let dump = handle.dump();
@@ -165,7 +181,7 @@ fn spawn_near_starts_the_task_on_the_anchors_processor_in_its_batch() {
             if let Ok(anchor_batch) = anchor_batch {
                 assert!(
                     anchor_batch.is_some(),
-                    "spawn_near puts the anchor in a batch"
+                    "spawn_near puts the anchor in a batch: {dump}"
                 );
                 if let Some(Ok(b)) = near_batch {
                     assert_eq!(b, anchor_batch, "the near task is in the anchor's batch");

@@ -24,6 +24,8 @@ fn running_scheduled_idle_and_pinned_tasks_are_told_apart() {
     let (started_tx, started_rx) = mpsc::channel::<()>();
     let (release_tx, release_rx) = mpsc::channel::<()>();
     let running = rt.spawn(async move {
+        // Past its first poll: listed (see `TaskDump`).
+        numa_rt_executor::task::yield_now().await;
         started_tx.send(()).unwrap();
         release_rx.recv().unwrap();
     });
@@ -44,13 +46,16 @@ fn running_scheduled_idle_and_pinned_tasks_are_told_apart() {
         TaskState::Running { proc: 0 },
         "{dump}"
     );
-    let q = find(queued.id());
-    assert_eq!(q.state, TaskState::Scheduled, "{dump}");
-    assert_eq!(q.since_last_poll, None, "{dump}");
+    // Never polled: counted, not listed (no list entry until its first
+    // poll returns `Pending`).
+    assert!(dump.tasks().iter().all(|t| t.id != queued.id()), "{dump}");
+    assert_eq!(dump.not_yet_polled(), 1, "{dump}");
+    assert_eq!(dump.tasks().len(), 2, "{dump}");
     assert_eq!(dump.len(), 3, "{dump}");
     let text = dump.to_string();
     assert!(text.starts_with("3 live task(s)"), "{text}");
     assert!(text.contains("running on P0"), "{text}");
+    assert!(text.contains("and 1 not listed"), "{text}");
 
     release_tx.send(()).unwrap();
     rt.block_on(async {

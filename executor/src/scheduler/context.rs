@@ -205,6 +205,25 @@ pub(crate) fn current() -> Option<Arc<Shared>> {
     RUNTIME.with(|h| h.borrow().clone())
 }
 
+/// Calls `f` with the runtime entered on this thread (`None` if none is).
+/// On an M of that runtime, with the M's own `Arc` of it, borrowed: no
+/// reference count is taken, where [`current`]'s clone and drop are two
+/// atomic updates of one line that every spawning thread shares (the free
+/// `spawn` on every worker). Elsewhere with a clone. (The entered runtime
+/// is not always the M's: a task may enter another runtime's handle.)
+#[inline]
+pub(crate) fn with_current<R>(f: impl FnOnce(&Arc<Shared>) -> R) -> Option<R> {
+    let entered = RUNTIME
+        .try_with(|h| h.borrow().as_ref().map(Arc::as_ptr))
+        .ok()
+        .flatten()?;
+    with_worker(move |w| match w {
+        // The M holds this `Arc` for longer than the call (see `with_worker`).
+        Some(w) if ptr::eq(Arc::as_ptr(&w.shared), entered) => Some(f(&w.shared)),
+        _ => current().map(|s| f(&s)),
+    })
+}
+
 /// Restores the previously entered runtime when dropped.
 pub struct EnterGuard {
     prev: Option<Arc<Shared>>,

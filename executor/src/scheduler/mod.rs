@@ -406,7 +406,40 @@ impl Shared {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let new = task::spawn_tracked(future, &self.tasks, async_task::WithInfo(schedule_task));
+        self.spawn_placed_at(future, place, std::panic::Location::caller())
+    }
+
+    /// [`Shared::spawn`] of a task spawned at `location`, for a caller
+    /// that cannot pass its caller on (the free `spawn`, which reaches the
+    /// runtime through a closure: see `context::with_current`).
+    pub(crate) fn spawn_at<F>(
+        self: &Arc<Self>,
+        future: F,
+        location: &'static std::panic::Location<'static>,
+    ) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.spawn_placed_at(future, Place::Default, location)
+    }
+
+    fn spawn_placed_at<F>(
+        self: &Arc<Self>,
+        future: F,
+        place: Place,
+        location: &'static std::panic::Location<'static>,
+    ) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let new = task::spawn_tracked(
+            future,
+            &self.tasks,
+            async_task::WithInfo(schedule_task),
+            location,
+        );
         if !new.live {
             // Spawned after shutdown: dropping the runnable drops the future.
             drop(new.runnable);
@@ -515,8 +548,7 @@ impl Shared {
                 let p = &self.procs[core.index];
                 let bits = if edge {
                     let site = |meta: &crate::task::TaskMeta| {
-                        self.tasks
-                            .location(meta.id.as_u64(), meta.slot())
+                        meta.location()
                             .map_or(0, |l| std::ptr::from_ref(l) as usize)
                     };
                     let busy = || self.busy_time();

@@ -56,6 +56,11 @@ pub(crate) struct Processor {
     /// The id of the task in (or last in) a poll on this P: sysmon's stall
     /// report and the schedtrace read it. Relaxed: a diagnostic.
     pub(crate) current_task: AtomicU64,
+    /// Beside `current_task`: its spawn location while it has no registry
+    /// entry (its first poll; `TaskMeta::site_bits`), for the stall report
+    /// of a task stuck in its first poll, which the dump does not list.
+    /// Relaxed: a diagnostic.
+    pub(crate) current_site: std::sync::atomic::AtomicU32,
     /// The batch of the task in a poll (placement's `RunningBatch`),
     /// written by the owner per poll while batches are on.
     pub(crate) running_batch: RunningBatch,
@@ -167,6 +172,7 @@ impl Processor {
             metrics: ProcCounters::new(histogram),
             hints: Hints::default(),
             current_task: AtomicU64::new(0),
+            current_site: std::sync::atomic::AtomicU32::new(0),
             running_batch: RunningBatch::default(),
             holder: Mutex::new(None),
             core_slot: Mutex::new(None),

@@ -185,6 +185,7 @@ impl Worker {
         let hist = p.metrics.poll_histogram.as_deref();
         meta.note_polled(core.clock_ms);
         p.current_task.store(meta.id.as_u64(), Relaxed);
+        p.current_site.store(meta.site_bits(), Relaxed);
         self.shared
             .policy
             .begin_poll(&mut core.place, &p.running_batch, meta, bits);

@@ -11,9 +11,18 @@ use std::time::Duration;
 ///
 /// `Display` prints one line per task, oldest poll first:
 /// `task 17 idle 1503 ms since last poll, spawned at src/main.rs:10:5`.
+///
+/// A `Send` task that has not yet returned `Pending` once (queued since its
+/// spawn, or in its first poll) is counted but not listed: the runtime
+/// keeps a list entry only for tasks that have waited once, which saves
+/// every task that finishes in its first poll the entry's lock. (A task
+/// stuck in its first poll is still named, with its spawn location, by the
+/// stall report.)
 #[derive(Clone, Debug, Default)]
 pub struct TaskDump {
     pub(crate) tasks: Vec<TaskInfo>,
+    /// Live `Send` tasks not yet past their first poll, not in `tasks`.
+    pub(crate) unpolled: usize,
 }
 
 /// One live task in a [`TaskDump`].
@@ -76,14 +85,21 @@ impl TaskDump {
         sizes
     }
 
-    /// The number of live tasks.
+    /// The number of live tasks: those listed, and those not polled yet.
     pub fn len(&self) -> usize {
-        self.tasks.len()
+        self.tasks.len() + self.unpolled
     }
 
     /// Whether no task is alive.
     pub fn is_empty(&self) -> bool {
-        self.tasks.is_empty()
+        self.len() == 0
+    }
+
+    /// Live `Send` tasks not yet past their first poll (queued since their
+    /// spawn, or in that poll): counted in [`TaskDump::len`], not listed in
+    /// [`TaskDump::tasks`].
+    pub fn not_yet_polled(&self) -> usize {
+        self.unpolled
     }
 
     /// Spawn locations with their task counts, most tasks first (at most
@@ -131,9 +147,16 @@ impl fmt::Display for TaskInfo {
 
 impl fmt::Display for TaskDump {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "{} live task(s)", self.tasks.len())?;
+        writeln!(f, "{} live task(s)", self.len())?;
         for t in &self.tasks {
             writeln!(f, "  {t}")?;
+        }
+        if self.unpolled != 0 {
+            writeln!(
+                f,
+                "  and {} not listed: spawned, not yet past their first poll",
+                self.unpolled
+            )?;
         }
         Ok(())
     }

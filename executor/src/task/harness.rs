@@ -11,7 +11,7 @@ use super::{Id, JoinError, Panic, TaskMeta, ABORTED, FINISHED};
 use std::cell::Cell;
 use std::future::Future;
 use std::mem::ManuallyDrop;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{catch_unwind, AssertUnwindSafe, Location};
 use std::pin::Pin;
 use std::ptr::{self, NonNull};
 use std::task::{Context, Poll, Waker};
@@ -289,12 +289,40 @@ impl<F> Harness<F> {
         let meta = self.meta();
         meta.set_finished();
         // The registry holding the task's entry (at `TaskMeta::slot` in the
-        // shard of its id), freed right after the drop; none for an
+        // shard of its id), freed right after the drop, or counting it
+        // unpolled (a task gone before its first `Pending`); none for an
         // untracked (blocking-pool) task.
         if let Some(registry) = meta.registry() {
-            registry.remove(meta.id.as_u64(), meta.slot());
+            match meta.slot() {
+                Some(slot) => registry.remove(meta.id.as_u64(), slot),
+                None => registry.uncount_unpolled(),
+            }
         }
         result
+    }
+
+    /// Gives a task its registry entry as its first poll returns `Pending`
+    /// (see `registry`'s docs); `waker` is the task's own. False if the
+    /// registry is closed (shutdown): nothing would ever drop this idle
+    /// future, so the caller drops it now.
+    #[cold]
+    #[inline(never)]
+    fn register(&self, waker: &Waker) -> bool {
+        let meta = self.meta();
+        let Some(registry) = meta.registry() else {
+            return true;
+        };
+        // A location too far to compress (see `compress_location`) is
+        // shown as the harness's own.
+        let location = meta.location().unwrap_or_else(Location::caller);
+        match registry.register(meta, location, waker) {
+            Some(slot) => {
+                meta.set_registered(slot);
+                registry.uncount_unpolled();
+                true
+            }
+            None => false,
+        }
     }
 }
 
@@ -311,6 +339,9 @@ impl<F: Future> Future for Harness<F> {
             waker: cx.waker(),
         };
         let _enter = Enter::new(&current);
+        // The task's own waker, for its registry entry (`cx` may be a
+        // tracing wrapper below).
+        let own_waker = cx.waker();
         // The task's span, entered for this poll; the future sees a
         // reporting waker while a subscriber wants waker events (trace.rs).
         #[cfg(feature = "tracing")]
@@ -336,7 +367,14 @@ impl<F: Future> Future for Harness<F> {
             // it lives in async-task's allocation and is never moved.
             let future = unsafe { Pin::new_unchecked(&mut *this.future) };
             match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
-                Ok(Poll::Pending) => return Poll::Pending,
+                Ok(Poll::Pending) if this.meta().slot().is_some() => return Poll::Pending,
+                Ok(Poll::Pending) if this.register(own_waker) => return Poll::Pending,
+                // Shut down before its first `Pending`: dropped as shutdown
+                // drops every idle task.
+                Ok(Poll::Pending) => match this.drop_live_future() {
+                    Ok(()) => Err(Failure::Cancelled),
+                    Err(p) => Err(Failure::DropPanicked(p)),
+                },
                 Ok(Poll::Ready(v)) => match this.drop_live_future() {
                     Ok(()) => Ok(v),
                     // tokio's choice: a future whose destructor panics after
@@ -391,10 +429,7 @@ impl<F> Harness<F> {
         let _span = self.meta().span.clone().entered();
         // Looked up before the drop frees the entry (a blocking-pool
         // closure has none).
-        let location = self
-            .meta()
-            .registry()
-            .and_then(|r| r.location(id.as_u64(), self.meta().slot()));
+        let location = self.meta().location();
         if let Err(p) = self.drop_future() {
             let spawned = location.map_or(String::new(), |l| format!(" (spawned at {l})"));
             eprintln!(

@@ -124,12 +124,17 @@ pub(crate) struct TaskMeta {
     flags: AtomicU32,
     /// Bit 0, for the task dump (`Handle::dump`): set by the schedule
     /// functions each time the task is queued, cleared when a poll starts;
-    /// set: woken since its last poll began (scheduled). The other 31 bits:
-    /// the task's entry index in its registry shard ([`TaskMeta::slot`]),
-    /// fixed at spawn. Plain Relaxed loads and stores, no read-modify-write:
-    /// async-task runs at most one schedule or poll of a task at a time, and
-    /// its state word orders them; a dump reading concurrently may be one
-    /// step stale, and every store writes the same index bits.
+    /// set: woken since its last poll began (scheduled). Bit 1
+    /// ([`REGISTERED`]): the task has its registry entry, whose index in its
+    /// shard ([`TaskMeta::slot`]) is in the 30 bits above. Until then (a
+    /// `Send` task before its first `Pending`, see `registry`) those 30 bits
+    /// hold its spawn location, compressed ([`compress_location`]). Set at
+    /// spawn, and at most once more by the first poll (the entry). Plain
+    /// Relaxed loads and stores, no read-modify-write: async-task runs at
+    /// most one schedule or poll of a task at a time, and its state word
+    /// orders them; a dump reads only tasks with an entry (made under the
+    /// shard lock it takes, after the store), and may be one step stale on
+    /// bit 0.
     sched_slot: AtomicU32,
     /// When the last poll began, in milliseconds since [`epoch`] (0: never
     /// polled); the clock of the P's current batch, read once per batch.
@@ -169,6 +174,65 @@ pub(crate) fn epoch_ns(t: std::time::Instant) -> u64 {
 #[inline]
 pub(crate) fn ms_of_epoch_ns(ns: u64) -> u32 {
     ((ns / 1_000_000).min(u64::from(u32::MAX)) as u32).max(1)
+}
+
+/// `sched_slot`'s bit 1: the task has its registry entry.
+const REGISTERED: u32 = 0b10;
+/// Where `sched_slot`'s entry index (or compressed location) starts.
+const SLOT_SHIFT: u32 = 2;
+/// The 30 bits a compressed location has.
+const LOCATION_BITS: u32 = 32 - SLOT_SHIFT;
+/// A location too far to compress (never a real offset: the most negative).
+const FAR_LOCATION: u32 = 1 << (LOCATION_BITS - 1);
+
+/// Where compressed locations are measured from: an address in this
+/// crate's read-only data, near the `Location`s the compiler emits, aligned
+/// at least as a `Location` is (so every distance is a whole number of
+/// alignment units).
+static LOCATION_BASE: LocationBase = LocationBase(0);
+#[repr(align(64))]
+struct LocationBase(#[allow(dead_code)] u8);
+const _: () = assert!(std::mem::align_of::<Location<'static>>() <= 64);
+
+/// A `&'static Location` in 30 bits, for a task's metadata before its
+/// registry entry holds the location (see `registry`): its distance from
+/// [`LOCATION_BASE`] in units of `Location`'s alignment, signed (±4 GiB
+/// with 8-byte alignment: every location of a statically linked program).
+/// Farther (a location in a distant shared object): [`FAR_LOCATION`].
+fn compress_location(location: &'static Location<'static>) -> u32 {
+    let align = std::mem::align_of::<Location<'static>>() as isize;
+    // Exposed: `expand_location` makes a pointer from the address again.
+    let addr = std::ptr::from_ref(location).expose_provenance() as isize;
+    let base = std::ptr::addr_of!(LOCATION_BASE) as isize;
+    let distance = addr.wrapping_sub(base);
+    let units = distance / align;
+    let limit = 1isize << (LOCATION_BITS - 1);
+    if distance % align != 0 || units <= -limit || units >= limit {
+        return FAR_LOCATION;
+    }
+    (units as u32) & ((1 << LOCATION_BITS) - 1)
+}
+
+/// The location [`compress_location`] compressed, unless it was too far.
+fn expand_location(bits: u32) -> Option<&'static Location<'static>> {
+    if bits == FAR_LOCATION {
+        return None;
+    }
+    let align = std::mem::align_of::<Location<'static>>() as isize;
+    // Sign-extend the 30 bits.
+    let units = ((bits << SLOT_SHIFT) as i32 >> SLOT_SHIFT) as isize;
+    let base = std::ptr::addr_of!(LOCATION_BASE) as isize;
+    let addr = base.wrapping_add(units * align) as usize;
+    // SAFETY: `bits` came from `compress_location` of a `&'static Location`
+    // whose address it exposed, as an exact distance from the base (it
+    // refuses any other): `addr` is that reference's address, and the
+    // location lives forever.
+    Some(unsafe { &*std::ptr::with_exposed_provenance::<Location<'static>>(addr) })
+}
+
+/// The location [`TaskMeta::site_bits`] gave, if any.
+pub(crate) fn site_location(bits: u32) -> Option<&'static Location<'static>> {
+    expand_location(bits)
 }
 
 /// Set by `abort`: the next poll drops the future instead of polling it.
@@ -271,17 +335,61 @@ impl TaskMeta {
     }
 
     /// Records the task's registry entry (its index in the shard of its
-    /// id), before the task is built. `index` fits in 31 bits
+    /// id), before the task is built. `index` fits in 30 bits
     /// (`registry::MAX_INDEX`).
     fn set_slot(&mut self, index: u32) {
         debug_assert!(index as usize <= registry::MAX_INDEX);
-        *self.sched_slot.get_mut() = index << 1;
+        *self.sched_slot.get_mut() = (index << SLOT_SHIFT) | REGISTERED;
     }
 
-    /// The task's registry entry index (see [`TaskMeta::set_slot`]).
+    /// Records the spawn location of a task that gets its registry entry
+    /// at its first `Pending` (see `registry`), before the task is built.
+    fn set_unregistered(&mut self, location: &'static Location<'static>) {
+        *self.sched_slot.get_mut() = compress_location(location) << SLOT_SHIFT;
+    }
+
+    /// [`TaskMeta::set_slot`] for a task that got its entry in its first
+    /// poll (the poll in progress, so no schedule runs meanwhile: see
+    /// `sched_slot`).
+    fn set_registered(&self, index: u32) {
+        debug_assert!(index as usize <= registry::MAX_INDEX);
+        let scheduled = self.sched_slot.load(Relaxed) & 1;
+        self.sched_slot
+            .store((index << SLOT_SHIFT) | REGISTERED | scheduled, Relaxed);
+    }
+
+    /// The task's registry entry index, if it has an entry (see
+    /// [`TaskMeta::set_slot`]).
     #[inline]
-    pub(crate) fn slot(&self) -> u32 {
-        self.sched_slot.load(Relaxed) >> 1
+    pub(crate) fn slot(&self) -> Option<u32> {
+        let v = self.sched_slot.load(Relaxed);
+        (v & REGISTERED != 0).then_some(v >> SLOT_SHIFT)
+    }
+
+    /// The compressed spawn location of a task without a registry entry
+    /// (see [`site_location`]); a value that expands to `None` once it has
+    /// one, or for an untracked task.
+    #[inline]
+    pub(crate) fn site_bits(&self) -> u32 {
+        let v = self.sched_slot.load(Relaxed);
+        if v & REGISTERED != 0 || self.registry_ptr().is_null() {
+            FAR_LOCATION
+        } else {
+            v >> SLOT_SHIFT
+        }
+    }
+
+    /// Where the task was spawned: from its registry entry, or from this
+    /// word before it has one. `None` for an untracked (blocking-pool)
+    /// task, or a location too far from this crate's code to compress.
+    pub(crate) fn location(&self) -> Option<&'static Location<'static>> {
+        let registry = self.registry()?;
+        let v = self.sched_slot.load(Relaxed);
+        if v & REGISTERED != 0 {
+            registry.location(self.id.as_u64(), v >> SLOT_SHIFT)
+        } else {
+            expand_location(v >> SLOT_SHIFT)
+        }
     }
 
     /// The registry holding the task's entry, if it is tracked.
@@ -480,23 +588,39 @@ pub(crate) struct Spawned<T> {
 }
 
 /// Creates a `Send` task tracked in `registry`, with `schedule` as its
-/// schedule function. The caller queues `runnable` (if `live`).
-#[track_caller]
+/// schedule function, spawned at `location`. The caller queues `runnable`
+/// (if `live`).
 pub(crate) fn spawn_tracked<F, S>(
     future: F,
     registry: &Arc<Registry>,
     schedule: S,
+    location: &'static Location<'static>,
 ) -> Spawned<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
     S: async_task::Schedule<TaskMeta> + Send + Sync + 'static,
 {
-    spawn_in(Kind::Task, registry, |meta| {
-        async_task::Builder::new()
-            .metadata(meta)
-            .spawn(move |meta| Harness::new(future, meta), schedule)
-    })
+    // Not `spawn_in`: a `Send` task gets its registry entry at its first
+    // `Pending` (see `registry`), not here.
+    let mut meta = TaskMeta::new(Kind::Task, location);
+    let id = meta.id.as_u64();
+    meta.set_unregistered(location);
+    meta.registry = RegistryRef::new(registry.clone());
+    let (runnable, task) = async_task::Builder::new()
+        .metadata(meta)
+        .spawn(move |meta| Harness::new(future, meta), schedule);
+    // The handle's waker parts (a waker's count, taken and given back on
+    // this thread, on the task's own fresh line).
+    let raw = TaskRef::new(&runnable.waker(), runnable.metadata());
+    // Counted either way: a task refused here is dropped by the caller,
+    // and its harness takes the count back like any unpolled task's.
+    registry.count_unpolled(id);
+    Spawned {
+        runnable,
+        handle: JoinHandle::new(task, raw),
+        live: !registry.is_closed(),
+    }
 }
 
 /// Creates a `!Send` task tracked in `registry` (a pinned queue's). The
@@ -519,9 +643,9 @@ where
     })
 }
 
-/// What `spawn_tracked` and `spawn_local_tracked` share: a fresh
-/// `TaskMeta`, the registry entry (with the caller's location), the handle.
-/// `build` makes the task (Send or not) from the meta and the registry.
+/// A task with its registry entry from the start (pinned tasks: see
+/// `registry`): a fresh `TaskMeta`, the entry (with the caller's location),
+/// the handle. `build` makes the task from the meta.
 #[track_caller]
 fn spawn_in<T>(
     kind: Kind,
@@ -653,13 +777,21 @@ mod tests {
     fn spawn_functions_record_their_callers_location() {
         use std::future::pending;
         let rt = crate::Builder::new().max_procs(1).build().unwrap();
+        // A `Send` task is listed once its first poll (by the worker)
+        // returned `Pending`: until then it is only counted.
         let check = |id: Id, line: u32| {
-            let dump = rt.dump();
-            let t = dump
-                .tasks()
-                .iter()
-                .find(|t| t.id == id)
-                .expect("a live task is in the dump");
+            let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            let t = loop {
+                let dump = rt.dump();
+                if let Some(t) = dump.tasks().iter().find(|t| t.id == id) {
+                    break t.clone();
+                }
+                assert!(
+                    std::time::Instant::now() < give_up,
+                    "task {id} never polled"
+                );
+                std::thread::yield_now();
+            };
             assert_eq!((t.location.file(), t.location.line()), (file!(), line));
         };
         let h = rt.spawn(pending::<()>());
@@ -726,10 +858,38 @@ mod tests {
         assert!(!meta.is_scheduled());
         meta.note_scheduled();
         assert!(meta.is_scheduled());
-        assert_eq!(meta.slot() as usize, registry::MAX_INDEX);
+        assert_eq!(meta.slot(), Some(registry::MAX_INDEX as u32));
         meta.note_polled(7);
         assert!(!meta.is_scheduled());
-        assert_eq!(meta.slot() as usize, registry::MAX_INDEX);
+        assert_eq!(meta.slot(), Some(registry::MAX_INDEX as u32));
         assert_eq!(meta.last_poll_ms(), Some(7));
+    }
+
+    #[test]
+    fn an_unregistered_task_keeps_its_location_until_its_entry() {
+        let here = Location::caller();
+        let mut meta = TaskMeta::new(Kind::Task, here);
+        meta.set_unregistered(here);
+        meta.registry = RegistryRef::new(Registry::new(1));
+        assert_eq!(meta.slot(), None);
+        assert!(std::ptr::eq(meta.location().unwrap(), here));
+        meta.note_scheduled();
+        assert!(std::ptr::eq(meta.location().unwrap(), here));
+        meta.set_registered(5);
+        assert!(meta.is_scheduled());
+        assert_eq!(meta.slot(), Some(5));
+    }
+
+    #[test]
+    fn locations_compress_exactly_or_not_at_all() {
+        // Every location the compiler emits here, and std's.
+        let mine: [&'static Location<'static>; 2] = [Location::caller(), Location::caller()];
+        let std_one = std::panic::Location::caller();
+        for l in mine.into_iter().chain([std_one]) {
+            let bits = compress_location(l);
+            assert_ne!(bits, FAR_LOCATION);
+            assert!(std::ptr::eq(expand_location(bits).unwrap(), l));
+        }
+        assert_eq!(expand_location(FAR_LOCATION), None);
     }
 }

@@ -11,7 +11,22 @@
 //! Each tracked task's metadata holds the registry, and its harness removes
 //! the task's entry right after it drops the future (on completion, abort or
 //! shutdown), so the registry holds exactly the tasks whose futures are
-//! alive. Entries are sharded by task id block (each thread takes ids in
+//! alive and have been polled.
+//!
+//! **A `Send` task enters at its first `Pending`, not at its spawn.** Until
+//! its first poll a task is always in a run queue (or held by the thread
+//! moving it there), where shutdown's drain finds it; only an idle task, one
+//! that returned `Pending`, can be out of every queue with no waker anyone
+//! will use. So the harness registers the task as its first poll returns
+//! `Pending` (under the shard lock, refused once the registry is closed:
+//! the harness then drops the future itself), and a task that finishes in
+//! its first poll never takes a shard lock or clones a waker for the
+//! registry: most spawned tasks of a fan-out. Such tasks are counted in
+//! their shard's `unpolled` count instead (one atomic add at the spawn, one
+//! subtract at the first poll's end, on the polling thread's home shard),
+//! so [`Registry::len`] still counts every live task. Pinned tasks
+//! (`spawn_local`) still enter at spawn: their thread stays while its
+//! registry has live tasks (see `LocalQueue::has_live_tasks`). Entries are sharded by task id block (each thread takes ids in
 //! blocks of 256) to keep spawns on different P's off each other's locks
 //! and cache lines; the entry's index within its shard is kept in
 //! the task's `TaskMeta` (see `TaskMeta::slot`), so that a task carries
@@ -20,6 +35,7 @@
 use super::{Runnable, TaskRef};
 use std::any::Any;
 use std::panic::Location;
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::task::Waker;
 
@@ -40,19 +56,64 @@ pub(crate) struct Registry {
 /// share a line.
 #[repr(align(128))]
 #[derive(Default)]
-struct Shard(Mutex<Slab>);
+struct Shard {
+    slab: Mutex<Slab>,
+    /// Live `Send` tasks not yet polled to `Pending` nor finished (see the
+    /// module docs), as a signed share: added to at a spawn on the task's
+    /// shard, taken from on the home shard of the thread that polls or drops
+    /// it, so only the sum over all shards means anything.
+    unpolled: AtomicI64,
+}
 
 impl std::ops::Deref for Shard {
     type Target = Mutex<Slab>;
     fn deref(&self) -> &Mutex<Slab> {
-        &self.0
+        &self.slab
     }
+}
+
+/// This thread's home shard (before masking): given out round-robin at a
+/// thread's first use, so that the threads polling tasks subtract from
+/// different shards' `unpolled` counts, not all from one line.
+fn home_shard() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static HOME: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
+    }
+    HOME.try_with(|h| {
+        if h.get() == usize::MAX {
+            h.set(NEXT.fetch_add(1, Relaxed));
+        }
+        h.get()
+    })
+    // A thread whose locals are gone (a task dropped at its exit).
+    .unwrap_or(0)
 }
 
 #[derive(Default)]
 struct Slab {
     entries: Vec<Option<Entry>>,
     free: Vec<usize>,
+}
+
+impl Slab {
+    /// A free entry's index (a new one if none is free).
+    ///
+    /// # Panics
+    /// If the shard already holds [`MAX_INDEX`] live tasks.
+    fn free_index(&mut self) -> usize {
+        match self.free.pop() {
+            Some(i) => i,
+            None => {
+                assert!(
+                    self.entries.len() < MAX_INDEX,
+                    "numa_rt: more than {MAX_INDEX} live tasks in one registry shard"
+                );
+                self.entries.push(None);
+                self.entries.len() - 1
+            }
+        }
+    }
 }
 
 /// A live task: a waker (which keeps its allocation alive), its metadata
@@ -70,10 +131,10 @@ struct Entry {
 // all Sync) while the entry exists, under the shard lock.
 unsafe impl Send for Entry {}
 
-/// The most entries one shard holds: an entry's index is kept in 31 bits
-/// of its task's `TaskMeta` (see `TaskMeta::slot`). Two billion live tasks
-/// per shard (at least 256 GB of tasks) is beyond any machine.
-pub(crate) const MAX_INDEX: usize = (u32::MAX >> 1) as usize;
+/// The most entries one shard holds: an entry's index is kept in 30 bits
+/// of its task's `TaskMeta` (see `TaskMeta::slot`). A billion live tasks
+/// per shard (at least 128 GB of tasks) is beyond any machine.
+pub(crate) const MAX_INDEX: usize = (u32::MAX >> 2) as usize;
 
 impl Registry {
     /// `shards` is rounded up to a power of two (at most [`SHARDS`]), so
@@ -126,17 +187,7 @@ impl Registry {
         let mut s = self.shards[self.shard_of(id)]
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        let index = match s.free.pop() {
-            Some(i) => i,
-            None => {
-                assert!(
-                    s.entries.len() < MAX_INDEX,
-                    "numa_rt: more than {MAX_INDEX} live tasks in one registry shard"
-                );
-                s.entries.push(None);
-                s.entries.len() - 1
-            }
-        };
+        let index = s.free_index();
         // Allocating the task under the lock is fine: `spawn` only builds the
         // future, it never wakes or drops a task (which could re-enter here).
         // The cast is lossless: `index < MAX_INDEX`.
@@ -144,7 +195,7 @@ impl Registry {
         let waker = runnable.waker();
         let raw = TaskRef::new(&waker, runnable.metadata());
         // Checked under the shard lock that `close_and_wake_all` also takes.
-        if self.closed.load(std::sync::atomic::Ordering::Relaxed) {
+        if self.closed.load(Relaxed) {
             drop(s);
             drop(waker);
             return (runnable, task, raw, false);
@@ -156,6 +207,60 @@ impl Registry {
             location,
         });
         (runnable, task, raw, true)
+    }
+
+    /// Whether shutdown has closed the registry (a spawn then drops its
+    /// task). Relaxed: a spawn racing with the close is caught by the
+    /// drain of the queues, or by the first poll's registration.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Relaxed)
+    }
+
+    /// Counts a `Send` task spawned without an entry (see the module docs).
+    #[inline]
+    pub(crate) fn count_unpolled(&self, id: u64) {
+        self.shards[self.shard_of(id)]
+            .unpolled
+            .fetch_add(1, Relaxed);
+    }
+
+    /// Takes back a [`Registry::count_unpolled`]: the task got its entry,
+    /// or its future is gone without one.
+    #[inline]
+    pub(crate) fn uncount_unpolled(&self) {
+        self.shards[home_shard() & (self.shards.len() - 1)]
+            .unpolled
+            .fetch_sub(1, Relaxed);
+    }
+
+    /// Gives a `Send` task its entry as its first poll returns `Pending`
+    /// (see the module docs): `waker` is its own (cloned for the entry),
+    /// `meta` its metadata. `None`: the registry is closed (checked under
+    /// the shard lock that `close_and_wake_all` also takes), and the caller
+    /// must drop the future itself.
+    ///
+    /// # Panics
+    /// If the shard already holds [`MAX_INDEX`] live tasks.
+    pub(crate) fn register(
+        &self,
+        meta: &super::TaskMeta,
+        location: &'static Location<'static>,
+        waker: &Waker,
+    ) -> Option<u32> {
+        let mut s = self.shards[self.shard_of(meta.id.as_u64())]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if self.closed.load(Relaxed) {
+            return None;
+        }
+        let index = s.free_index();
+        s.entries[index] = Some(Entry {
+            waker: waker.clone(),
+            meta: std::ptr::NonNull::from(meta),
+            location,
+        });
+        // The cast is lossless: `index < MAX_INDEX`.
+        Some(index as u32)
     }
 
     /// Frees the entry `index` of task `id` (its harness, once the future
@@ -178,9 +283,10 @@ impl Registry {
         drop(waker);
     }
 
-    /// Live tasks (entries filled).
+    /// Live tasks: entries filled, and `Send` tasks not polled yet.
     pub(crate) fn len(&self) -> usize {
-        self.shards
+        let listed: usize = self
+            .shards
             .iter()
             .map(|s| {
                 s.lock()
@@ -190,7 +296,16 @@ impl Registry {
                     .flatten()
                     .count()
             })
-            .sum()
+            .sum();
+        listed + self.unpolled()
+    }
+
+    /// Live `Send` tasks without an entry yet (not polled to `Pending`):
+    /// the sum of the shards' shares, read without locks, so a snapshot
+    /// (never below 0).
+    pub(crate) fn unpolled(&self) -> usize {
+        let n: i64 = self.shards.iter().map(|s| s.unpolled.load(Relaxed)).sum();
+        usize::try_from(n).unwrap_or(0)
     }
 
     /// Calls `f` with the metadata and spawn location of every live task,
@@ -226,8 +341,7 @@ impl Registry {
         let mut wakers = Vec::new();
         for shard in self.shards.iter() {
             let s = shard.lock().unwrap_or_else(|e| e.into_inner());
-            self.closed
-                .store(true, std::sync::atomic::Ordering::Relaxed);
+            self.closed.store(true, Relaxed);
             wakers.extend(s.entries.iter().flatten().map(|e| e.waker.clone()));
         }
         for w in wakers {
