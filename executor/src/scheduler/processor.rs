@@ -172,7 +172,7 @@ impl Processor {
             metrics: ProcCounters::new(histogram),
             hints: Hints::default(),
             current_task: AtomicU64::new(0),
-            current_site: std::sync::atomic::AtomicU32::new(0),
+            current_site: std::sync::atomic::AtomicU32::new(crate::task::NO_SITE),
             running_batch: RunningBatch::default(),
             holder: Mutex::new(None),
             core_slot: Mutex::new(None),

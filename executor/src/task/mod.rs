@@ -230,9 +230,17 @@ fn expand_location(bits: u32) -> Option<&'static Location<'static>> {
     Some(unsafe { &*std::ptr::with_exposed_provenance::<Location<'static>>(addr) })
 }
 
-/// The location [`TaskMeta::site_bits`] gave, if any.
+/// A [`TaskMeta::site_bits`] value that names no location.
+pub(crate) const NO_SITE: u32 = REGISTERED;
+
+/// The spawn location in what [`TaskMeta::site_bits`] gave of a tracked
+/// `Send` task: `None` once the task has its registry entry (which holds
+/// the location then).
 pub(crate) fn site_location(bits: u32) -> Option<&'static Location<'static>> {
-    expand_location(bits)
+    if bits & REGISTERED != 0 {
+        return None;
+    }
+    expand_location(bits >> SLOT_SHIFT)
 }
 
 /// Set by `abort`: the next poll drops the future instead of polling it.
@@ -366,17 +374,12 @@ impl TaskMeta {
         (v & REGISTERED != 0).then_some(v >> SLOT_SHIFT)
     }
 
-    /// The compressed spawn location of a task without a registry entry
-    /// (see [`site_location`]); a value that expands to `None` once it has
-    /// one, or for an untracked task.
+    /// The word that holds the spawn location of a tracked task without a
+    /// registry entry (see [`site_location`], which reads it); one load,
+    /// for a store per poll.
     #[inline]
     pub(crate) fn site_bits(&self) -> u32 {
-        let v = self.sched_slot.load(Relaxed);
-        if v & REGISTERED != 0 || self.registry_ptr().is_null() {
-            FAR_LOCATION
-        } else {
-            v >> SLOT_SHIFT
-        }
+        self.sched_slot.load(Relaxed)
     }
 
     /// Where the task was spawned: from its registry entry, or from this
