@@ -13,6 +13,7 @@
 //! waking thread (its future is `!Send`): it is leaked, and documented so.
 
 use super::Shared;
+use crate::loom::atomic::{fence, AtomicUsize as OwnerAtomic};
 use crate::task::registry::Registry;
 use crate::task::{self, JoinHandle, Runnable};
 use std::collections::VecDeque;
@@ -44,15 +45,92 @@ pub(crate) trait AsksForP: Send + Sync {
     fn ask_back(self: Arc<Self>, shared: &Shared, p: usize);
 }
 
+/// Which P an M holds, as its pinned queue's wakers see it, and the
+/// barrier between a waker and the M giving its P up (the M alone may run
+/// its pinned tasks, so a task queued while it holds no P must get it one):
+///
+/// - the waker, after its push: fence, then the P the M holds ([`OwnerP::after_push`]);
+///   none: it asks the M's last P back on the M's behalf;
+/// - the M, after recording that it holds none ([`OwnerP::set`], SeqCst) and
+///   waiting in its pool: fence, then its queue ([`OwnerP::after_leaving`]);
+///   a task there: it asks for its last P itself.
+///
+/// Store, fence, load on both sides (Dekker): at least one of them sees the
+/// other's store, so a queued task never waits for an M that waits for
+/// nobody. The loom model `models::a_pinned_wake_is_never_lost` checks it.
+struct OwnerP {
+    /// The P the M holds, `usize::MAX` while it holds none.
+    held: OwnerAtomic,
+    /// The P it last held (`usize::MAX`: none yet).
+    last: OwnerAtomic,
+}
+
+/// What a waker of a pinned task must do ([`OwnerP::after_push`]).
+#[derive(Debug, PartialEq, Eq)]
+enum OwnerWakes {
+    /// The M holds this P: unpark it, if idle.
+    Unpark(usize),
+    /// The M holds none: ask this P (its last) back for it.
+    AskFor(usize),
+    /// The M never held a P: it finds the task when it first gets one.
+    Nobody,
+}
+
+impl OwnerP {
+    fn new() -> OwnerP {
+        OwnerP {
+            held: OwnerAtomic::new(usize::MAX),
+            last: OwnerAtomic::new(usize::MAX),
+        }
+    }
+
+    /// The M now holds `p` (`usize::MAX`: none).
+    fn set(&self, p: usize) {
+        if p != usize::MAX {
+            self.last.store(p, Relaxed);
+        }
+        // SeqCst: one side of the barrier (see the type).
+        self.held.store(p, SeqCst);
+    }
+
+    fn last(&self) -> Option<usize> {
+        Some(self.last.load(Relaxed)).filter(|&p| p != usize::MAX)
+    }
+
+    fn holds(&self) -> bool {
+        self.held.load(Relaxed) != usize::MAX
+    }
+
+    /// The waker's side, after its push.
+    fn after_push(&self) -> OwnerWakes {
+        // (barrier) Pairs with the fence in `after_leaving`.
+        fence(SeqCst);
+        match self.held.load(SeqCst) {
+            usize::MAX => match self.last() {
+                Some(p) => OwnerWakes::AskFor(p),
+                None => OwnerWakes::Nobody,
+            },
+            p => OwnerWakes::Unpark(p),
+        }
+    }
+
+    /// The M's side, waiting in its pool without a P: the P to ask back if
+    /// `queued()` (a pinned task waits) — the waker may have seen the M
+    /// still holding a P and asked no one.
+    fn after_leaving(&self, queued: impl FnOnce() -> bool) -> Option<usize> {
+        // (barrier) Pairs with the fence in `after_push`.
+        fence(SeqCst);
+        self.last().filter(|_| queued())
+    }
+}
+
 enum OwnerWake {
     /// An M: wake the driver of the P it holds; when it holds none, ask
     /// the P it last held to come back to it (see `wake_owner`).
     Machine {
         shared: std::sync::Weak<Shared>,
-        /// The P the M holds, `usize::MAX` while it holds none.
-        machine_p: AtomicUsize,
-        /// The P it last held (`usize::MAX`: none yet).
-        last_p: AtomicUsize,
+        /// The P the M holds and the one it last held.
+        p: OwnerP,
         /// The M itself, for asking a P back on its behalf (weak: the M
         /// owns this queue).
         owner: std::sync::OnceLock<std::sync::Weak<dyn AsksForP>>,
@@ -78,8 +156,7 @@ impl LocalQueue {
             closed: AtomicBool::new(false),
             wake: OwnerWake::Machine {
                 shared: Arc::downgrade(shared),
-                machine_p: AtomicUsize::new(usize::MAX),
-                last_p: AtomicUsize::new(usize::MAX),
+                p: OwnerP::new(),
                 owner: std::sync::OnceLock::new(),
             },
             tasks: Registry::new(1),
@@ -187,36 +264,29 @@ impl LocalQueue {
                     w.wake();
                 }
             }
-            OwnerWake::Machine {
-                shared,
-                machine_p,
-                last_p,
-                owner,
-            } => {
+            OwnerWake::Machine { shared, p, owner } => {
                 if std::thread::current().id() == self.owner {
                     return; // the owner looks at its queue before parking
                 }
                 let Some(shared) = shared.upgrade() else {
                     return;
                 };
-                // (barrier) Pairs with the fence in `note_no_p`: either we
-                // see the owner without a P and ask for one on its behalf,
-                // or it sees our task once in its pool and asks itself.
-                std::sync::atomic::fence(SeqCst);
-                let mut p = machine_p.load(SeqCst);
-                if p == usize::MAX {
+                let p = match p.after_push() {
+                    OwnerWakes::Unpark(p) => p,
                     // The owner holds no P (retaken, lent, or it gave its P
                     // back): only it may run the task, so it must get one.
                     // It asks the P it last held; the P's holder hands the
                     // P over when it would park (an asker with pinned tasks
                     // queued first), a retake hands it over at once.
-                    p = last_p.load(Relaxed);
-                    let m = owner.get().and_then(std::sync::Weak::upgrade);
-                    match m {
-                        Some(m) if p != usize::MAX => m.ask_back(&shared, p),
-                        _ => return,
+                    OwnerWakes::AskFor(p) => {
+                        match owner.get().and_then(std::sync::Weak::upgrade) {
+                            Some(m) => m.ask_back(&shared, p),
+                            None => return,
+                        }
+                        p
                     }
-                }
+                    OwnerWakes::Nobody => return,
+                };
                 // (barrier) The holder releases its P under the idle lock
                 // before its re-check; `take_specific` takes that lock
                 // after our push (and ask), so one of the two sees the other.
@@ -229,31 +299,22 @@ impl LocalQueue {
 
     /// Records the P the owning M now holds (`usize::MAX`: none).
     pub(crate) fn set_machine_p(&self, p: usize) {
-        if let OwnerWake::Machine {
-            machine_p, last_p, ..
-        } = &self.wake
-        {
-            if p != usize::MAX {
-                last_p.store(p, Relaxed);
-            }
-            // SeqCst: one side of the barrier in `wake_owner`/`note_no_p`.
-            machine_p.store(p, SeqCst);
+        if let OwnerWake::Machine { p: owner_p, .. } = &self.wake {
+            owner_p.set(p);
         }
     }
 
     /// The P the owning M last held (an M's queue only).
     pub(crate) fn last_p(&self) -> Option<usize> {
         match &self.wake {
-            OwnerWake::Machine { last_p, .. } => {
-                Some(last_p.load(Relaxed)).filter(|&p| p != usize::MAX)
-            }
+            OwnerWake::Machine { p, .. } => p.last(),
             _ => None,
         }
     }
 
     /// Whether the owning M holds a P now (an M's queue only).
     pub(crate) fn holds_p(&self) -> bool {
-        matches!(&self.wake, OwnerWake::Machine { machine_p, .. } if machine_p.load(Relaxed) != usize::MAX)
+        matches!(&self.wake, OwnerWake::Machine { p, .. } if p.holds())
     }
 
     /// Records the M owning this queue (once, right after it is built).
@@ -267,13 +328,10 @@ impl LocalQueue {
     /// pinned task was queued meanwhile, the P it last held (the one to ask
     /// back) — the waker may have seen it still holding a P and asked no one.
     pub(crate) fn note_no_p(&self) -> Option<usize> {
-        let OwnerWake::Machine { last_p, .. } = &self.wake else {
+        let OwnerWake::Machine { p, .. } = &self.wake else {
             return None;
         };
-        // (barrier) Pairs with the fence in `wake_owner`.
-        std::sync::atomic::fence(SeqCst);
-        let p = last_p.load(Relaxed);
-        (!self.is_empty() && p != usize::MAX).then_some(p)
+        p.after_leaving(|| !self.is_empty())
     }
 
     /// Closes the queue and drops every pinned task's future: the queued
@@ -305,4 +363,63 @@ where
         queue.push(new.runnable);
     }
     new.handle
+}
+
+#[cfg(loom)]
+mod models {
+    use super::{OwnerP, OwnerWakes};
+    use crate::loom::atomic::{AtomicBool, AtomicUsize};
+    use loom::thread;
+    use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+    use std::sync::Arc;
+
+    /// The lost wake-up `OwnerP`'s barrier prevents: a pinned task is
+    /// queued (the queue's length, Release, as `LocalQueue::push` stores
+    /// it) while its M gives its P up and waits in its pool. Either the
+    /// waker sees the M without a P and asks for one on its behalf, or the
+    /// M sees the task and asks itself. `keeps_p`: the M keeps its P (the
+    /// waker then unparks that P and nobody needs to ask).
+    fn model(keeps_p: bool) {
+        loom::model(move || {
+            let p = Arc::new(OwnerP::new());
+            p.set(3);
+            let queued = Arc::new(AtomicUsize::new(0));
+            let waker_asked = Arc::new(AtomicBool::new(false));
+            let (p2, q2, w2) = (p.clone(), queued.clone(), waker_asked.clone());
+            let waker = thread::spawn(move || {
+                q2.store(1, Release);
+                match p2.after_push() {
+                    OwnerWakes::AskFor(p) => {
+                        assert_eq!(p, 3, "the P it last held");
+                        w2.store(true, Relaxed);
+                    }
+                    OwnerWakes::Unpark(p) => assert_eq!(p, 3),
+                    OwnerWakes::Nobody => panic!("the M held a P before"),
+                }
+            });
+            let m_asked = if keeps_p {
+                false
+            } else {
+                p.set(usize::MAX);
+                p.after_leaving(|| queued.load(Acquire) != 0).is_some()
+            };
+            waker.join().unwrap();
+            if !keeps_p {
+                assert!(
+                    waker_asked.load(Relaxed) || m_asked,
+                    "lost wake-up: a pinned task queued, its M without a P, nobody asked"
+                );
+            }
+        });
+    }
+
+    #[test]
+    fn a_pinned_wake_is_never_lost() {
+        model(false);
+    }
+
+    #[test]
+    fn an_m_that_keeps_its_p_is_unparked() {
+        model(true);
+    }
 }
