@@ -11,7 +11,7 @@
 //! Before the idle layer was rewritten, each idle P's park epoll nested
 //! every other P's poller: 500 P's took 6.8 s to build and 1,000 failed
 //! (kernel nesting limits). Measured after it (2026-11-23, the 2-CPU
-//! development machine, noisy): see the README's "When things fail".
+//! development machine, noisy): docs/performance.md, "Building a runtime".
 //!
 //! ```text
 //! cargo bench --bench build -- --warm-up-time 1 --measurement-time 5

@@ -434,8 +434,8 @@ impl Builder {
     /// P's pollers: when one is ready the driver wakes the numa_rt task
     /// that awaits it, which then runs on a P as usual. A `tokio::spawn`ed
     /// future runs on a `numa_rt-tokio` worker. numa_rt's own sockets and
-    /// timers are unaffected, and remain the faster path (the README gives
-    /// the measured cost).
+    /// timers are unaffected, and remain the faster path (docs/performance.md
+    /// gives the measured cost).
     ///
     /// Paused time is numa_rt's: use [`numa_rt::time::pause`] /
     /// `advance` (or `#[numa_rt::test(start_paused = true)]`).
