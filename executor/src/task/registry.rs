@@ -26,7 +26,9 @@
 //! subtract at the first poll's end, on the polling thread's home shard),
 //! so [`Registry::len`] still counts every live task. Pinned tasks
 //! (`spawn_local`) still enter at spawn: their thread stays while its
-//! registry has live tasks (see `LocalQueue::has_live_tasks`). Entries are sharded by task id block (each thread takes ids in
+//! registry has live tasks (see `LocalQueue::has_live_tasks`).
+//!
+//! Entries are sharded by task id block (each thread takes ids in
 //! blocks of 256) to keep spawns on different P's off each other's locks
 //! and cache lines; the entry's index within its shard is kept in
 //! the task's `TaskMeta` (see `TaskMeta::slot`), so that a task carries
