@@ -91,6 +91,11 @@ pub(crate) struct Shared {
     /// The node this process starts on (random per process, Vyukov).
     pub(crate) start_node: usize,
     /// Every live `Send` task, so shutdown can drop every pending future.
+    /// Declared after `procs`, `nodes` and `machines` on purpose: a task
+    /// not yet polled to `Pending` holds no count of this `Arc` (see
+    /// `registry`, "Who keeps a registry alive"), so any such task still
+    /// queued in them when this drops (none after shutdown's drain) must be
+    /// dropped first, while the registry its harness updates exists.
     pub(crate) tasks: Arc<Registry>,
     /// When the runtime was built (the denominator of busy ratios).
     pub(crate) started: std::time::Instant,

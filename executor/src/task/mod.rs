@@ -93,10 +93,11 @@ use std::sync::Arc;
 
 /// What the scheduler keeps in each task's header: five 32-bit words (the
 /// id, the abort and finished flags, the task dump's state with the task's
-/// registry index, the time of the last poll), the task's registry (an
-/// `Arc` in two 32-bit halves), and with the `tracing` feature the task's
-/// span. The spawn location is not here: it sits in the
-/// task's registry entry, which the dump and the stall report read.
+/// registry index, the time of the last poll), the task's registry (its
+/// address in two 32-bit halves: see `RegistryRef`), and with the
+/// `tracing` feature the task's span. The spawn location is not here: it
+/// sits in the task's registry entry, which the dump and the stall report
+/// read.
 ///
 /// **Size matters here.** A task is one allocation: async-task's header
 /// (four words, a flag and this), the schedule function (nothing for a
@@ -107,7 +108,7 @@ use std::sync::Arc;
 /// such free takes the arena's lock against the spawning thread's mallocs,
 /// often with a `futex` call (it slowed `spawn_many_local` and
 /// `ping_pong`). 28 bytes, 4-aligned
-/// (the registry's `Arc` split in two 32-bit halves: 8-aligned it would
+/// (the registry's address split in two 32-bit halves: 8-aligned it would
 /// cost 8 bytes of padding), leave the header at 64 bytes (with the flag),
 /// so a `Send` task's future of up to 48 bytes, a pinned task's of up to
 /// 40, fits in 120; the test `executor/tests/task_size.rs` keeps it so.
@@ -276,24 +277,29 @@ pub(crate) fn batch_id_for(id: Id) -> BatchId {
     BatchId::new(n).expect("1..=16383")
 }
 
-/// A `TaskMeta`'s registry: an `Arc<Registry>` (or none) as two 32-bit
-/// halves of its pointer, so that the metadata stays 4-aligned (see
-/// `TaskMeta` on size). Owns one count of the `Arc`, given back on drop.
+/// A `TaskMeta`'s registry: the address of an `Arc<Registry>`'s registry
+/// (or none) as two 32-bit halves, so that the metadata stays 4-aligned
+/// (see `TaskMeta` on size).
+///
+/// **It holds no count of the `Arc` of its own.** A task holds one count
+/// while it has its registry entry (from the entry's making to the
+/// freeing of its allocation: [`TaskMeta::hold_registry`] and `TaskMeta`'s
+/// `Drop`). Before its entry, a `Send` task's registry is read only by
+/// threads that keep its runtime, and so the registry, alive: the M
+/// polling or dropping it, the spawner queueing it, the runtime's drain
+/// at shutdown (see `registry`, "Who keeps a registry alive"). A count
+/// per spawn was a locked increment at the spawn and a decrement where
+/// the task is freed, on a line every spawning and every freeing thread
+/// wrote: the most shared of a spawn's locked instructions, for a task
+/// that completes in its first poll and never needs it.
 struct RegistryRef([u32; 2]);
-
-// The halves stand for an `Arc<Registry>`: sending or sharing them is
-// sending or sharing that `Arc`.
-const _: () = {
-    const fn send_sync<T: Send + Sync>() {}
-    send_sync::<Arc<Registry>>();
-};
 
 impl RegistryRef {
     const NONE: RegistryRef = RegistryRef([0, 0]);
 
-    fn new(registry: Arc<Registry>) -> RegistryRef {
+    fn new(registry: &Arc<Registry>) -> RegistryRef {
         // Exposed: `ptr` makes a pointer from the address again.
-        let p = Arc::into_raw(registry).expose_provenance() as u64;
+        let p = Arc::as_ptr(registry).expose_provenance() as u64;
         RegistryRef([p as u32, (p >> 32) as u32])
     }
 
@@ -302,23 +308,20 @@ impl RegistryRef {
         let addr = u64::from(self.0[0]) | (u64::from(self.0[1]) << 32);
         std::ptr::with_exposed_provenance(addr as usize)
     }
-
-    #[inline]
-    fn get(&self) -> Option<&Registry> {
-        // SAFETY: a non-null pointer came from `Arc::into_raw` in `new`,
-        // and this value holds that count until it drops, so the registry
-        // outlives the borrow of `self`.
-        unsafe { self.ptr().as_ref() }
-    }
 }
 
-impl Drop for RegistryRef {
+impl Drop for TaskMeta {
+    /// Gives back the registry count a task with an entry holds (see
+    /// `RegistryRef`). Runs as async-task frees the allocation, after
+    /// every other use of the task (its state word's last decrement orders
+    /// them before this), so the plain load sees the final bits.
     fn drop(&mut self) {
-        let p = self.ptr();
-        if !p.is_null() {
-            // SAFETY: the count `new` took with `Arc::into_raw`, given back
-            // once (the value is being dropped).
-            drop(unsafe { Arc::from_raw(p) });
+        let p = self.registry.ptr();
+        if !p.is_null() && *self.sched_slot.get_mut() & REGISTERED != 0 {
+            // SAFETY: `REGISTERED` is set only with the count taken
+            // (`set_slot`, `set_registered`: `hold_registry`), and never
+            // cleared; this gives it back, once.
+            unsafe { Arc::decrement_strong_count(p) };
         }
     }
 }
@@ -347,6 +350,7 @@ impl TaskMeta {
     /// (`registry::MAX_INDEX`).
     fn set_slot(&mut self, index: u32) {
         debug_assert!(index as usize <= registry::MAX_INDEX);
+        self.hold_registry();
         *self.sched_slot.get_mut() = (index << SLOT_SHIFT) | REGISTERED;
     }
 
@@ -361,6 +365,7 @@ impl TaskMeta {
     /// `sched_slot`).
     fn set_registered(&self, index: u32) {
         debug_assert!(index as usize <= registry::MAX_INDEX);
+        self.hold_registry();
         let scheduled = self.sched_slot.load(Relaxed) & 1;
         self.sched_slot
             .store((index << SLOT_SHIFT) | REGISTERED | scheduled, Relaxed);
@@ -396,9 +401,33 @@ impl TaskMeta {
     }
 
     /// The registry holding the task's entry, if it is tracked.
+    ///
+    /// Called only where the registry is known to be alive (see
+    /// `RegistryRef`): by a task with its entry, which holds a count, or
+    /// on a thread that keeps the task's runtime alive.
     #[inline]
     pub(crate) fn registry(&self) -> Option<&Registry> {
-        self.registry.get()
+        // SAFETY: a non-null address is an `Arc<Registry>`'s (`RegistryRef::
+        // new`), alive for this borrow: the task holds a count once it has
+        // its entry (`hold_registry`, given back only as the metadata
+        // drops), and before that every caller runs on a thread that
+        // keeps the task's runtime, which owns the registry, alive (its M,
+        // its spawner, its drain: `registry`, "Who keeps a registry alive").
+        unsafe { self.registry.ptr().as_ref() }
+    }
+
+    /// Takes the count of the registry's `Arc` that a task holds while it
+    /// has its entry (see `RegistryRef`), as the entry is made; `TaskMeta`'s
+    /// `Drop` gives it back. The registry is alive here: the entry is made
+    /// by the spawner or by the task's first poll, on its runtime's M.
+    fn hold_registry(&self) {
+        let p = self.registry.ptr();
+        if !p.is_null() {
+            // SAFETY: `p` is an `Arc<Registry>`'s pointer (`RegistryRef::
+            // new`), alive now (see above); the count is given back once,
+            // by `Drop`, which sees the `REGISTERED` bit set next to it.
+            unsafe { Arc::increment_strong_count(p) };
+        }
     }
 
     /// The address of [`TaskMeta::registry`] (null if untracked), for a
@@ -609,7 +638,7 @@ where
     let mut meta = TaskMeta::new(Kind::Task, location);
     let id = meta.id.as_u64();
     meta.set_unregistered(location);
-    meta.registry = RegistryRef::new(registry.clone());
+    meta.registry = RegistryRef::new(registry);
     let (runnable, task) = async_task::Builder::new()
         .metadata(meta)
         .spawn(move |meta| Harness::new(future, meta), schedule);
@@ -658,7 +687,7 @@ fn spawn_in<T>(
     let location = Location::caller();
     let mut meta = TaskMeta::new(kind, location);
     let id = meta.id.as_u64();
-    meta.registry = RegistryRef::new(registry.clone());
+    meta.registry = RegistryRef::new(registry);
     let (runnable, task, raw, live) = registry.insert(id, location, |index| {
         meta.set_slot(index);
         build(meta)
@@ -873,7 +902,8 @@ mod tests {
         let here = Location::caller();
         let mut meta = TaskMeta::new(Kind::Task, here);
         meta.set_unregistered(here);
-        meta.registry = RegistryRef::new(Registry::new(1));
+        let registry = Registry::new(1);
+        meta.registry = RegistryRef::new(&registry);
         assert_eq!(meta.slot(), None);
         assert!(std::ptr::eq(meta.location().unwrap(), here));
         meta.note_scheduled();
@@ -881,6 +911,10 @@ mod tests {
         meta.set_registered(5);
         assert!(meta.is_scheduled());
         assert_eq!(meta.slot(), Some(5));
+        // The entry's count, held by the task until its metadata drops.
+        assert_eq!(Arc::strong_count(&registry), 2);
+        drop(meta);
+        assert_eq!(Arc::strong_count(&registry), 1);
     }
 
     #[test]

@@ -8,10 +8,30 @@
 //! the schedule function, seeing shutdown, drops the `Runnable`, which drops
 //! the future.
 //!
-//! Each tracked task's metadata holds the registry, and its harness removes
-//! the task's entry right after it drops the future (on completion, abort or
-//! shutdown), so the registry holds exactly the tasks whose futures are
-//! alive and have been polled.
+//! Each tracked task's metadata points at the registry, and its harness
+//! removes the task's entry right after it drops the future (on completion,
+//! abort or shutdown), so the registry holds exactly the tasks whose futures
+//! are alive and have been polled.
+//!
+//! **Who keeps a registry alive.** The runtime that owns it (its `Shared`,
+//! or a pinned queue), and every task *with an entry*: a count of the
+//! registry's `Arc`, taken as the entry is made and given back as the
+//! task's allocation is freed. That count is for the one reader that may
+//! outlive the runtime: a wake of an idle task on a thread outside the
+//! runtime (a timer of another runtime, a plain thread), whose schedule
+//! function looks the runtime up through the registry, finds it gone, and
+//! drops the future, which takes the entry out. A task without an entry
+//! (a `Send` task before its first `Pending`) holds no count, because
+//! every thread that touches its registry keeps the runtime alive
+//! already: the M polling it (which holds the runtime's `Arc`), the
+//! spawner queueing it (a `Handle` or the M's runtime), and the
+//! runtime's drain at shutdown, which drops queued tasks before the
+//! registry (`Shared`'s fields drop the queues first). It cannot be woken
+//! from outside: before its first `Pending` it is queued or being polled,
+//! so a wake only marks it, and the M polling it queues it again. A count
+//! per spawn was a locked increment and decrement on one line written by
+//! every spawning and every freeing thread, for tasks that mostly finish
+//! in their first poll.
 //!
 //! **A `Send` task enters at its first `Pending`, not at its spawn.** Until
 //! its first poll a task is always in a run queue (or held by the thread
