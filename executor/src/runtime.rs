@@ -468,6 +468,8 @@ impl Handle {
             );
         };
         let _enter = self.enter();
+        // Inside the borrow of `self`, so `self.shared` outlives the guard.
+        let _lent = context::lend_block_on(&self.shared);
         // The side tokio runtime's context for the duration (it nests
         // inside any context this thread has: tokio's guards are left in
         // reverse order, and this one drops when block_on returns).

@@ -206,11 +206,13 @@ pub(crate) fn current() -> Option<Arc<Shared>> {
 }
 
 /// Calls `f` with the runtime entered on this thread (`None` if none is).
-/// On an M of that runtime, with the M's own `Arc` of it, borrowed: no
-/// reference count is taken, where [`current`]'s clone and drop are two
-/// atomic updates of one line that every spawning thread shares (the free
-/// `spawn` on every worker). Elsewhere with a clone. (The entered runtime
-/// is not always the M's: a task may enter another runtime's handle.)
+/// On an M of that runtime, with the M's own `Arc` of it, borrowed; in a
+/// `block_on` of that runtime, with its handle's (see [`lend_block_on`]):
+/// no reference count is taken, where [`current`]'s clone and drop are two
+/// atomic updates (the free `spawn` on every worker, and in the spawning
+/// loop of a `block_on`). Elsewhere with a clone. (The entered runtime is
+/// not always the M's or the `block_on`'s: a task may enter another
+/// runtime's handle.)
 #[inline]
 pub(crate) fn with_current<R>(f: impl FnOnce(&Arc<Shared>) -> R) -> Option<R> {
     let entered = RUNTIME
@@ -220,8 +222,49 @@ pub(crate) fn with_current<R>(f: impl FnOnce(&Arc<Shared>) -> R) -> Option<R> {
     with_worker(move |w| match w {
         // The M holds this `Arc` for longer than the call (see `with_worker`).
         Some(w) if ptr::eq(Arc::as_ptr(&w.shared), entered) => Some(f(&w.shared)),
-        _ => current().map(|s| f(&s)),
+        Some(_) => current().map(|s| f(&s)),
+        None => {
+            let lent = BLOCK_ON_RUNTIME.try_with(Cell::get).unwrap_or(ptr::null());
+            // SAFETY: a non-null `BLOCK_ON_RUNTIME` is the `Arc` of the
+            // handle whose `block_on` runs below us on this thread's stack,
+            // borrowed by that call until the `LentRuntime` restoring the
+            // cell drops (see `lend_block_on`), so it outlives `f`.
+            match unsafe { lent.as_ref() } {
+                Some(shared) if ptr::eq(Arc::as_ptr(shared), entered) => Some(f(shared)),
+                _ => current().map(|s| f(&s)),
+            }
+        }
     })
+}
+
+thread_local! {
+    /// The `Arc` of the runtime whose `block_on` runs on this thread (its
+    /// handle's, borrowed by the call), null outside one: see
+    /// [`lend_block_on`].
+    static BLOCK_ON_RUNTIME: Cell<*const Arc<Shared>> = const { Cell::new(ptr::null()) };
+}
+
+/// Lends `shared`, the `Arc` of the handle whose `block_on` is running, to
+/// [`with_current`] on this thread until the guard drops, so that the free
+/// `spawn` in a `block_on` (a spawning loop there, tokio's
+/// `spawn_many_local`) takes no count of it per spawn. The caller keeps
+/// the guard on its stack, inside the borrow of `shared`.
+pub(crate) fn lend_block_on(shared: &Arc<Shared>) -> LentRuntime {
+    LentRuntime(
+        BLOCK_ON_RUNTIME
+            .try_with(|c| c.replace(shared))
+            .unwrap_or(ptr::null()),
+    )
+}
+
+/// Restores the lent runtime of an outer `block_on` (see [`lend_block_on`];
+/// `block_in_place` allows one nested on an M), also on unwinding.
+pub(crate) struct LentRuntime(*const Arc<Shared>);
+
+impl Drop for LentRuntime {
+    fn drop(&mut self) {
+        let _ = BLOCK_ON_RUNTIME.try_with(|c| c.set(self.0));
+    }
 }
 
 /// Restores the previously entered runtime when dropped.
