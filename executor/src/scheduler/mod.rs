@@ -284,7 +284,7 @@ impl Shared {
             rr: AtomicUsize::new(0),
             active_procs: AtomicUsize::new(nprocs),
             start_node,
-            tasks: Registry::new(4 * nprocs),
+            tasks: Registry::for_runtime(4 * nprocs),
             started: std::time::Instant::now(),
             block_ons: BlockOns::default(),
             in_place: AtomicUsize::new(0),

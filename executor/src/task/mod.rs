@@ -636,7 +636,6 @@ where
     // Not `spawn_in`: a `Send` task gets its registry entry at its first
     // `Pending` (see `registry`), not here.
     let mut meta = TaskMeta::new(Kind::Task, location);
-    let id = meta.id.as_u64();
     meta.set_unregistered(location);
     meta.registry = RegistryRef::new(registry);
     let (runnable, task) = async_task::Builder::new()
@@ -647,7 +646,7 @@ where
     let raw = TaskRef::new(&runnable.waker(), runnable.metadata());
     // Counted either way: a task refused here is dropped by the caller,
     // and its harness takes the count back like any unpolled task's.
-    registry.count_unpolled(id);
+    registry.count_unpolled();
     Spawned {
         runnable,
         handle: JoinHandle::new(task, raw),

@@ -42,9 +42,10 @@
 //! the harness then drops the future itself), and a task that finishes in
 //! its first poll never takes a shard lock or clones a waker for the
 //! registry: most spawned tasks of a fan-out. Such tasks are counted in
-//! their shard's `unpolled` count instead (one atomic add at the spawn, one
-//! subtract at the first poll's end, on the polling thread's home shard),
-//! so [`Registry::len`] still counts every live task. Pinned tasks
+//! the registry's `unpolled` shares instead (one added at the spawn, one
+//! taken at the first poll's end, each in the share of the thread doing
+//! it: see [`Registry::add_unpolled`]), so [`Registry::len`] still counts
+//! every live task. Pinned tasks
 //! (`spawn_local`) still enter at spawn: their thread stays while its
 //! registry has live tasks (see `LocalQueue::has_live_tasks`).
 //!
@@ -57,7 +58,7 @@
 use super::{Runnable, TaskRef};
 use std::any::Any;
 use std::panic::Location;
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::task::Waker;
 
@@ -78,6 +79,10 @@ pub(crate) struct Registry {
     /// function called where that runtime is not at hand (see
     /// [`Registry::owner`]). Weak: the runtime owns its registry.
     owner: OnceLock<Weak<dyn Any + Send + Sync>>,
+    /// The count of `Send` tasks without an entry, in per-thread shares
+    /// (see [`Share`]); empty in a pinned queue's registry, whose tasks
+    /// get their entry at spawn.
+    unpolled: Box<[Share]>,
 }
 
 /// One shard's lock and slab, on its own cache lines (128 bytes, as the
@@ -87,11 +92,6 @@ pub(crate) struct Registry {
 #[derive(Default)]
 struct Shard {
     slab: Mutex<Slab>,
-    /// Live `Send` tasks not yet polled to `Pending` nor finished (see the
-    /// module docs), as a signed share: added to at a spawn on the task's
-    /// shard, taken from on the home shard of the thread that polls or drops
-    /// it, so only the sum over all shards means anything.
-    unpolled: AtomicI64,
 }
 
 impl std::ops::Deref for Shard {
@@ -101,22 +101,65 @@ impl std::ops::Deref for Shard {
     }
 }
 
-/// This thread's home shard (before masking): given out round-robin at a
-/// thread's first use, so that the threads polling tasks subtract from
-/// different shards' `unpolled` counts, not all from one line.
-fn home_shard() -> usize {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    thread_local! {
-        static HOME: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
-    }
-    HOME.try_with(|h| {
-        if h.get() == usize::MAX {
-            h.set(NEXT.fetch_add(1, Relaxed));
+/// One thread's share of a registry's count of live `Send` tasks not yet
+/// polled to `Pending` nor finished (see the module docs), signed: a task
+/// is added where it is spawned and taken where its first poll ends, often
+/// on two threads, so only the sum of all shares means anything. On its
+/// own cache lines, written by one thread (see [`Home`]).
+#[repr(align(128))]
+#[derive(Default)]
+struct Share(AtomicI64);
+
+/// Shares with one writer each: a thread claims one index (see [`Home`])
+/// and is the only thread to write that share, in every registry.
+const OWN_SHARES: usize = 64;
+/// Shares for threads beyond [`OWN_SHARES`] (and a thread whose locals are
+/// gone), written with atomic read-modify-writes.
+const COMMON_SHARES: usize = 8;
+
+/// Which share of every registry this thread writes: one it alone writes
+/// (a plain load and store per update, no locked instruction), or, when
+/// all [`OWN_SHARES`] are taken, a common one (an atomic add).
+enum Home {
+    Own(Claim),
+    Common(usize),
+}
+
+/// A claimed index of [`OWN_SHARES`], given back as the thread exits.
+struct Claim(u32);
+
+/// The claimed indexes, one bit each.
+static CLAIMED: AtomicU64 = AtomicU64::new(0);
+
+impl Home {
+    fn new() -> Home {
+        let mut cur = CLAIMED.load(Relaxed);
+        while cur != u64::MAX {
+            let bit = (!cur).trailing_zeros();
+            // Acquire: pairs with the Release of the `Claim` drop that gave
+            // this index back, so this thread's first load of each share
+            // sees the last store of the thread that wrote it before.
+            match CLAIMED.compare_exchange_weak(cur, cur | 1 << bit, Acquire, Relaxed) {
+                Ok(_) => return Home::Own(Claim(bit)),
+                Err(now) => cur = now,
+            }
         }
-        h.get()
-    })
-    // A thread whose locals are gone (a task dropped at its exit).
-    .unwrap_or(0)
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        Home::Common(NEXT.fetch_add(1, Relaxed) % COMMON_SHARES)
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        // Release: pairs with the Acquire of the next claim of this index
+        // (see `Home::new`). After this, this thread's updates go to a
+        // common share (its `HOME` is gone).
+        CLAIMED.fetch_and(!(1u64 << self.0), Release);
+    }
+}
+
+thread_local! {
+    static HOME: Home = Home::new();
 }
 
 #[derive(Default)]
@@ -168,12 +211,26 @@ pub(crate) const MAX_INDEX: usize = (u32::MAX >> 2) as usize;
 impl Registry {
     /// `shards` is rounded up to a power of two (at most [`SHARDS`]), so
     /// that picking a shard is a mask, not a division, on every spawn.
+    /// A pinned queue's registry: its tasks get their entry at spawn
+    /// ([`Registry::insert`]), never counted unpolled.
     pub(crate) fn new(shards: usize) -> Arc<Registry> {
+        Registry::build(shards, 0)
+    }
+
+    /// A runtime's registry, for `Send` tasks, which get their entry at
+    /// their first `Pending` and are counted unpolled until then (9 KB of
+    /// per-thread shares).
+    pub(crate) fn for_runtime(shards: usize) -> Arc<Registry> {
+        Registry::build(shards, OWN_SHARES + COMMON_SHARES)
+    }
+
+    fn build(shards: usize, shares: usize) -> Arc<Registry> {
         let n = shards.clamp(1, SHARDS).next_power_of_two();
         Arc::new(Registry {
             shards: (0..n).map(|_| Shard::default()).collect(),
             closed: std::sync::atomic::AtomicBool::new(false),
             owner: OnceLock::new(),
+            unpolled: (0..shares).map(|_| Share::default()).collect(),
         })
     }
 
@@ -247,19 +304,46 @@ impl Registry {
 
     /// Counts a `Send` task spawned without an entry (see the module docs).
     #[inline]
-    pub(crate) fn count_unpolled(&self, id: u64) {
-        self.shards[self.shard_of(id)]
-            .unpolled
-            .fetch_add(1, Relaxed);
+    pub(crate) fn count_unpolled(&self) {
+        self.add_unpolled(1);
     }
 
     /// Takes back a [`Registry::count_unpolled`]: the task got its entry,
     /// or its future is gone without one.
     #[inline]
     pub(crate) fn uncount_unpolled(&self) {
-        self.shards[home_shard() & (self.shards.len() - 1)]
-            .unpolled
-            .fetch_sub(1, Relaxed);
+        self.add_unpolled(-1);
+    }
+
+    /// Adds `delta` to this thread's share of the unpolled count: with a
+    /// plain load and store (Relaxed) in a share only this thread writes,
+    /// where an atomic add was a locked instruction per spawn and per first
+    /// poll (two per task). Readers ([`Registry::unpolled`]) sum the shares
+    /// with Relaxed loads, a snapshot as before.
+    ///
+    /// # Panics
+    /// On a pinned queue's registry (no shares: its tasks never count).
+    #[inline]
+    fn add_unpolled(&self, delta: i64) {
+        let home = HOME
+            .try_with(|h| match h {
+                Home::Own(c) => Ok(c.0 as usize),
+                Home::Common(i) => Err(*i),
+            })
+            // This thread's locals are gone (a task dropped as it exits:
+            // its claim may be someone else's now).
+            .unwrap_or(Err(0));
+        match home {
+            Ok(i) => {
+                // This thread alone writes share `i` (its claim): the load
+                // and store cannot lose another thread's update.
+                let share = &self.unpolled[i].0;
+                share.store(share.load(Relaxed).wrapping_add(delta), Relaxed);
+            }
+            Err(i) => {
+                self.unpolled[OWN_SHARES + i].0.fetch_add(delta, Relaxed);
+            }
+        }
     }
 
     /// Gives a `Send` task its entry as its first poll returns `Pending`
@@ -333,7 +417,7 @@ impl Registry {
     /// the sum of the shards' shares, read without locks, so a snapshot
     /// (never below 0).
     pub(crate) fn unpolled(&self) -> usize {
-        let n: i64 = self.shards.iter().map(|s| s.unpolled.load(Relaxed)).sum();
+        let n: i64 = self.unpolled.iter().map(|s| s.0.load(Relaxed)).sum();
         usize::try_from(n).unwrap_or(0)
     }
 
@@ -376,5 +460,48 @@ impl Registry {
         for w in wakers {
             w.wake();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Barrier;
+
+    /// More threads at once than there are own shares (some update common
+    /// ones), then as many again after those exit (reusing the claims they
+    /// gave back): the shares always add up.
+    #[test]
+    fn unpolled_shares_add_up_across_claims_and_exits() {
+        let registry = Registry::for_runtime(4);
+        let threads = OWN_SHARES + 2 * COMMON_SHARES + 4;
+        let run = |delta: i64| {
+            let barrier = Arc::new(Barrier::new(threads));
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    let (registry, barrier) = (registry.clone(), barrier.clone());
+                    std::thread::spawn(move || {
+                        // All alive at once: the claims run out.
+                        barrier.wait();
+                        for _ in 0..1_000 {
+                            registry.add_unpolled(delta);
+                        }
+                        barrier.wait();
+                    })
+                })
+                .collect();
+            for h in handles {
+                h.join().unwrap();
+            }
+        };
+        run(1);
+        assert_eq!(registry.unpolled(), threads * 1_000);
+        run(-1);
+        assert_eq!(registry.unpolled(), 0);
+        // This thread's updates, claimed or common, count too.
+        registry.count_unpolled();
+        assert_eq!(registry.unpolled(), 1);
+        registry.uncount_unpolled();
+        assert_eq!(registry.unpolled(), 0);
     }
 }
