@@ -88,7 +88,7 @@ use std::fmt;
 use std::future::Future;
 use std::panic::Location;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, Ordering::*};
+use std::sync::atomic::{AtomicU16, AtomicU32, Ordering::*};
 use std::sync::Arc;
 
 /// What the scheduler keeps in each task's header: five 32-bit words (the
@@ -118,11 +118,15 @@ pub(crate) struct TaskMeta {
     /// Unique per process; shown in panics, metrics and traces.
     pub(crate) id: Id,
     /// [`ABORTED`] and [`FINISHED`] in the low bits; from [`BATCH_SHIFT`]
-    /// the task's batch id (14 bits, 0: none); above [`LAST_P_SHIFT`] the P
-    /// that last polled the task, plus one (0: never polled, or a P index
-    /// too large to record), for the `migrated_polls` metric and
-    /// `spawn_near`.
-    flags: AtomicU32,
+    /// the task's batch id (14 bits, 0: none).
+    flags: AtomicU16,
+    /// The P that last polled the task, plus one (0: never polled, or a P
+    /// index too large to record), for the `migrated_polls` metric and
+    /// `spawn_near`. Beside `flags`, not in it, so that recording it is a
+    /// plain store (only the polling thread writes it), where keeping the
+    /// flags' bits made it a compare-and-swap on every first poll and
+    /// every migration: a locked instruction per spawned task.
+    last_p: AtomicU16,
     /// Bit 0, for the task dump (`Handle::dump`): set by the schedule
     /// functions each time the task is queued, cleared when a poll starts;
     /// set: woken since its last poll began (scheduled). Bit 1
@@ -249,19 +253,16 @@ const ABORTED: u32 = 0b01;
 /// Set by the harness once the future has been dropped (completed, aborted,
 /// panicked, or dropped by the runtime).
 const FINISHED: u32 = 0b10;
-/// Where the last polling P's index (plus one) starts in `flags`.
-const LAST_P_SHIFT: u32 = 16;
-
-/// How P `p` is written in the flags' last-P bits (`p + 1`; 0 is "never
-/// polled"); `None` for an index too large for them (not recorded).
+/// How P `p` is written in `TaskMeta::last_p` (`p + 1`; 0 is "never
+/// polled"); `None` for an index too large for 16 bits (not recorded).
 #[inline]
-fn p_tag(p: usize) -> Option<u32> {
-    u32::try_from(p + 1).ok().filter(|&t| t < 1 << 16)
+fn p_tag(p: usize) -> Option<u16> {
+    u16::try_from(p.checked_add(1)?).ok()
 }
-/// Where the task's batch id starts in `flags` (14 bits between the two
-/// flags and the last P; 0: in no batch). See [`TaskMeta::batch`].
+/// Where the task's batch id starts in `flags` (the 14 bits above the two
+/// flags; 0: in no batch). See [`TaskMeta::batch`].
 pub(crate) const BATCH_SHIFT: u32 = 2;
-pub(crate) const BATCH_BITS: u32 = LAST_P_SHIFT - BATCH_SHIFT;
+pub(crate) const BATCH_BITS: u32 = 16 - BATCH_SHIFT;
 pub(crate) const BATCH_MASK: u32 = ((1 << BATCH_BITS) - 1) << BATCH_SHIFT;
 
 /// A batch id: which group of tasks that wake each other a task belongs to
@@ -336,7 +337,8 @@ impl TaskMeta {
         let _ = (kind, location);
         TaskMeta {
             id,
-            flags: AtomicU32::new(0),
+            flags: AtomicU16::new(0),
+            last_p: AtomicU16::new(0),
             sched_slot: AtomicU32::new(0),
             last_poll_ms: AtomicU32::new(0),
             registry: RegistryRef::NONE,
@@ -470,22 +472,19 @@ impl TaskMeta {
     /// comes after the wake that follows, whose AcqRel update of the task
     /// state (read with Acquire by async-task's `run`) orders it.
     pub(crate) fn set_aborted(&self) -> bool {
-        self.flags.fetch_or(ABORTED, Relaxed) & (ABORTED | FINISHED) == 0
+        u32::from(self.flags.fetch_or(ABORTED as u16, Relaxed)) & (ABORTED | FINISHED) == 0
     }
 
     /// Records that P `p` polls the task now, for a caller that found the
     /// task last polled elsewhere or never (`TaskMeta::polled_last_on`): a
-    /// read-modify-write that keeps the flag bits. Relaxed: a placement
-    /// hint and a statistic; async-task's state word orders the polls of
-    /// one task. An index too large for the bits is not recorded.
+    /// plain store (see `last_p`). Relaxed: a placement hint and a
+    /// statistic; async-task's state word orders the polls of one task.
+    /// An index too large for the bits is not recorded.
     #[inline]
     pub(crate) fn record_ran_on(&self, p: usize) {
-        let Some(tag) = p_tag(p) else {
-            return;
-        };
-        let _ = self.flags.fetch_update(Relaxed, Relaxed, |f| {
-            Some((f & ((1 << LAST_P_SHIFT) - 1)) | (tag << LAST_P_SHIFT))
-        });
+        if let Some(tag) = p_tag(p) {
+            self.last_p.store(tag, Relaxed);
+        }
     }
 
     /// Where the task was polled last, seen from P `p` about to poll it:
@@ -497,7 +496,7 @@ impl TaskMeta {
         let Some(tag) = p_tag(p) else {
             return Err(None);
         };
-        match self.flags.load(Relaxed) >> LAST_P_SHIFT {
+        match self.last_p.load(Relaxed) {
             last if last == tag => Ok(()),
             0 => Err(None),
             last => Err(Some(last as usize - 1)),
@@ -509,7 +508,7 @@ impl TaskMeta {
     /// placement hint; a stale id costs locality, never correctness.
     #[inline]
     pub(crate) fn batch(&self) -> Option<BatchId> {
-        BatchId::new(((self.flags.load(Relaxed) & BATCH_MASK) >> BATCH_SHIFT) as u16)
+        BatchId::new(((self.flags() & BATCH_MASK) >> BATCH_SHIFT) as u16)
     }
 
     /// The batch id's bits as they sit in the flags word (0: none): two
@@ -517,27 +516,27 @@ impl TaskMeta {
     /// decoding: the wake path's fast check (see `batch::learn_edge`).
     #[inline]
     pub(crate) fn batch_bits(&self) -> u32 {
-        self.flags.load(Relaxed) & BATCH_MASK
+        self.flags() & BATCH_MASK
     }
 
-    /// Puts the task in batch `b` (a read-modify-write that keeps the flags
-    /// and the last P; callers check [`TaskMeta::batch`] first, so a task
+    /// Puts the task in batch `b` (a read-modify-write that keeps the flags;
+    /// callers check [`TaskMeta::batch`] first, so a task
     /// that stays in its batch costs one load). A finished task keeps no
     /// batch. Relaxed: see [`TaskMeta::batch`].
     #[inline]
     pub(crate) fn set_batch(&self, b: BatchId) {
-        let bits = u32::from(b.get()) << BATCH_SHIFT;
+        // Lossless: 14 bits of id above the 2 flag bits.
+        let bits = (u32::from(b.get()) << BATCH_SHIFT) as u16;
+        let (finished, mask) = (FINISHED as u16, BATCH_MASK as u16);
         let _ = self.flags.fetch_update(Relaxed, Relaxed, |f| {
-            (f & FINISHED == 0).then_some((f & !BATCH_MASK) | bits)
+            (f & finished == 0).then_some((f & !mask) | bits)
         });
     }
 
     /// The P that polled the task last, if it was polled.
     #[inline]
     pub(crate) fn last_p(&self) -> Option<usize> {
-        (self.flags.load(Relaxed) >> LAST_P_SHIFT)
-            .checked_sub(1)
-            .map(|p| p as usize)
+        self.last_p.load(Relaxed).checked_sub(1).map(usize::from)
     }
 
     /// [`ABORTED`] and [`FINISHED`], read with one plain load per poll.
@@ -545,7 +544,7 @@ impl TaskMeta {
     /// `FINISHED` is only written by the harness, on the thread reading it.
     #[inline]
     fn flags(&self) -> u32 {
-        self.flags.load(Relaxed)
+        u32::from(self.flags.load(Relaxed))
     }
 
     #[cfg(test)]
@@ -559,13 +558,13 @@ impl TaskMeta {
     /// so whoever sees the flag also sees the future's drop.
     #[inline]
     pub(crate) fn set_finished(&self) {
-        self.flags.store(FINISHED, Release);
+        self.flags.store(FINISHED as u16, Release);
     }
 
     /// Acquire: pairs with the Release store in [`TaskMeta::set_finished`].
     #[inline]
     pub(crate) fn is_finished(&self) -> bool {
-        self.flags.load(Acquire) & FINISHED != 0
+        u32::from(self.flags.load(Acquire)) & FINISHED != 0
     }
 }
 
