@@ -1,7 +1,8 @@
 //! Tasks (Go's G): futures wrapped by async-task.
 //!
 //! A task is one allocation made by async-task: its header (state, refcount,
-//! vtable, awaiter), our `TaskMeta` (seven 32-bit words: the id, the flags,
+//! vtable, awaiter), our `TaskMeta` (seven 32-bit words: the id, the flags
+//! and the last P (16 bits each),
 //! the registry slot with the dump's state bit, the last poll's time and the
 //! task's registry; the spawn location lives in the registry), the schedule
 //! function (nothing for a `Send` task, which finds its runtime through its
