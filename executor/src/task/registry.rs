@@ -209,8 +209,6 @@ unsafe impl Send for Entry {}
 pub(crate) const MAX_INDEX: usize = (u32::MAX >> 2) as usize;
 
 impl Registry {
-    /// `shards` is rounded up to a power of two (at most [`SHARDS`]), so
-    /// that picking a shard is a mask, not a division, on every spawn.
     /// A pinned queue's registry: its tasks get their entry at spawn
     /// ([`Registry::insert`]), never counted unpolled.
     pub(crate) fn new(shards: usize) -> Arc<Registry> {
@@ -224,6 +222,9 @@ impl Registry {
         Registry::build(shards, OWN_SHARES + COMMON_SHARES)
     }
 
+    /// `shards` is rounded up to a power of two (at most [`SHARDS`]), so
+    /// that picking a shard is a mask, not a division, on every spawn;
+    /// `shares`: how many unpolled shares (0 or all of them).
     fn build(shards: usize, shares: usize) -> Arc<Registry> {
         let n = shards.clamp(1, SHARDS).next_power_of_two();
         Arc::new(Registry {
