@@ -293,6 +293,13 @@ pub mod signal {
 }
 
 pub mod fs;
+
+#[cfg(feature = "axum")]
+pub mod axum;
+#[cfg(feature = "hyper")]
+pub mod serve;
+#[cfg(feature = "hyper")]
+pub use serve::serve;
 pub mod io;
 pub mod process;
 pub mod runtime;
