@@ -39,7 +39,7 @@
 mod timed;
 pub mod wrappers;
 
-pub use timed::{ChunksTimeout, Elapsed, Throttle, Timeout, TimeoutRepeating, TimedStreamExt};
+pub use timed::{ChunksTimeout, Elapsed, Throttle, TimedStreamExt, Timeout, TimeoutRepeating};
 pub use tokio_stream::{
     empty, iter, once, pending, Empty, FromStream, Iter, Once, Pending, Stream, StreamExt,
     StreamMap, StreamNotifyClose,
