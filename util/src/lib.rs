@@ -101,3 +101,14 @@ pub mod net;
 pub mod task;
 pub mod time;
 pub mod udp;
+
+#[cfg(feature = "tokio-postgres")]
+pub mod postgres;
+#[cfg(feature = "redis")]
+pub mod redis;
+#[cfg(feature = "tokio-stream")]
+pub mod stream;
+#[cfg(feature = "tower")]
+pub mod tower;
+#[cfg(feature = "tower-http")]
+pub mod tower_http;
