@@ -155,14 +155,9 @@ async fn ws(upgrade: WebSocketUpgrade) -> Response {
 
 async fn echo_socket(mut socket: WebSocket) {
     while let Some(Ok(msg)) = socket.recv().await {
-        match msg {
-            Message::Text(_) | Message::Binary(_) => {
-                if socket.send(msg).await.is_err() {
-                    return;
-                }
-            }
-            Message::Close(_) => return,
-            _ => {}
+        let echo = matches!(msg, Message::Text(_) | Message::Binary(_));
+        if matches!(msg, Message::Close(_)) || (echo && socket.send(msg).await.is_err()) {
+            return;
         }
     }
 }
