@@ -304,6 +304,8 @@ pub mod io;
 pub mod process;
 pub mod runtime;
 pub mod sync;
+#[cfg(feature = "tonic")]
+pub mod tonic;
 
 /// The cooperative budget (128 operations per task poll).
 pub mod coop {
