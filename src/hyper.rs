@@ -411,3 +411,74 @@ impl Connection for Io<TcpStream> {
         Connected::new()
     }
 }
+
+/// HTTPS through rustls (feature `hyper-rustls`): [`Connector`] wrapped in
+/// hyper-rustls's connector, which speaks TLS over numa_rt's sockets (tokio's
+/// I/O traits only: no tokio runtime) and negotiates HTTP/2 or HTTP/1.1 by
+/// ALPN. rustls's crypto is *ring*; the roots are Mozilla's (webpki-roots)
+/// unless a `rustls::ClientConfig` of your own is given.
+///
+/// This is what replaces reqwest on numa_rt: reqwest builds hyper-util's
+/// client with tokio's executor, timer and `tokio::net` connector inside,
+/// and offers no way to swap them, so it cannot run without a tokio
+/// runtime. hyper-util's pooled client, which reqwest is built on, takes
+/// all three from outside:
+///
+/// ```no_run
+/// # async fn f() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+/// use http_body_util::{BodyExt, Empty};
+/// use hyper::body::Bytes;
+///
+/// let client = numa_rt::hyper::client::<Empty<Bytes>>();
+/// let res = client.get("https://example.com/".parse()?).await?;
+/// let body = res.into_body().collect().await?.to_bytes();
+/// # drop(body); Ok(())
+/// # }
+/// ```
+#[cfg(feature = "hyper-rustls")]
+pub type HttpsConnector = hyper_rustls::HttpsConnector<Connector>;
+
+#[cfg(feature = "hyper-rustls")]
+impl Connector {
+    /// This connector under TLS with Mozilla's roots; `http` URIs stay
+    /// plain.
+    pub fn https(self) -> HttpsConnector {
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            // ring's provider supports rustls's default versions.
+            .expect("ring supports TLS 1.2 and 1.3")
+            .with_root_certificates(rustls::RootCertStore {
+                roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+            })
+            .with_no_client_auth();
+        self.https_with_tls_config(config)
+    }
+
+    /// This connector under TLS with `config` (your roots, client
+    /// certificates, crypto provider); `http` URIs stay plain. The ALPN list
+    /// is set here (h2, http/1.1).
+    pub fn https_with_tls_config(mut self, config: rustls::ClientConfig) -> HttpsConnector {
+        self.enforce_http(false);
+        hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(config)
+            .https_or_http()
+            .enable_http1()
+            .enable_http2()
+            .wrap_connector(self)
+    }
+}
+
+/// hyper-util's pooled client on numa_rt, HTTPS included (feature
+/// `hyper-rustls`): numa_rt's executor, timer and [`Connector::https`].
+#[cfg(feature = "hyper-rustls")]
+pub fn client<B>() -> hyper_util::client::legacy::Client<HttpsConnector, B>
+where
+    B: hyper::body::Body + Send,
+    B::Data: Send,
+{
+    hyper_util::client::legacy::Client::builder(Executor)
+        .pool_timer(Timer)
+        .timer(Timer)
+        .build(Connector::new().https())
+}
