@@ -1,10 +1,10 @@
-//! tonic on numa_rt (feature `tonic`): servers through [`crate::serve`],
+//! tonic on numa_rt (feature `tonic`): servers through [`crate::serve()`],
 //! clients through tonic's own `Channel` with numa_rt's executor, connector
 //! and timer.
 //!
 //! **Servers.** tonic's `transport::Server` spawns on tokio and sleeps on
 //! tokio's timer. Its `service::Routes` is a tower service, and
-//! [`crate::serve`] takes it as it is:
+//! [`crate::serve()`] takes it as it is:
 //!
 //! ```ignore
 //! let routes = tonic::service::Routes::new(GreeterServer::new(MyGreeter));

@@ -3,16 +3,16 @@
 //!
 //! | axum | on numa_rt |
 //! |---|---|
-//! | `axum::serve(listener, app)` | [`crate::serve`]`(listener, app)` |
+//! | `axum::serve(listener, app)` | [`crate::serve()`]`(listener, app)` |
 //! | `axum::extract::ws::{WebSocketUpgrade, WebSocket}` (spawns on tokio) | [`ws::WebSocketUpgrade`], [`ws::WebSocket`] (same API; `Message` is axum's own) |
 //! | `axum::response::sse::{Sse, KeepAlive}` (keep-alive sleeps on tokio) | [`sse::Sse`], [`sse::KeepAlive`] (same API; `Event` is axum's own) |
-//! | `into_make_service_with_connect_info::<SocketAddr>()` + `ConnectInfo` | the same, served by [`crate::serve`] |
+//! | `into_make_service_with_connect_info::<SocketAddr>()` + `ConnectInfo` | the same, served by [`crate::serve()`] |
 //!
 //! The rest of axum — routing, extractors, `State`, middleware from tower
 //! and tower-http that does not sleep — is plain tower services and runs
 //! on numa_rt as it is.
 //!
-//! This module also lets [`crate::serve`] take axum's `Router` and
+//! This module also lets [`crate::serve()`] take axum's `Router` and
 //! `MethodRouter` directly, and gives `ConnectInfo` the peer's address of a
 //! numa_rt TCP or Unix connection.
 

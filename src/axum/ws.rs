@@ -29,7 +29,7 @@
 //! ```
 //!
 //! HTTP/1.1's `Upgrade: websocket` and HTTP/2's extended CONNECT (RFC 8441,
-//! which [`crate::serve`] enables) are both accepted, as axum does. The
+//! which [`crate::serve()`] enables) are both accepted, as axum does. The
 //! frames are tungstenite's (through tokio-tungstenite, which uses tokio's
 //! I/O traits only).
 

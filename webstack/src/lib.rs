@@ -1,5 +1,5 @@
 //! The web stack on numa_rt: an axum app and a tonic service, written as
-//! they are for tokio, and served by [`numa_rt::serve`] with no tokio
+//! they are for tokio, and served by [`numa_rt::serve()`] with no tokio
 //! runtime in the process.
 //!
 //! The app ([`app`]) is what a real service is made of: shared state,
