@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""One axum app served by numa_rt::serve and by axum::serve on tokio, loaded
+by wrk side by side (webstack/examples/axum_bench.rs).
+
+    python3 benches/axum_wrk.py                     # 2 workers, -c 16 and 64
+    ROUNDS=7 CONNS=16,64,256 DURATION=10 WORKERS=2 python3 benches/axum_wrk.py
+
+The runs alternate (numa_rt, tokio, numa_rt, tokio, ...) so that drift in
+the machine's speed hits both. Each run: start the server, wait until it
+answers, a 1 s wrk warm-up, the measured wrk run (wrk -t1 --latency), and
+the server's CPU time (utime + stime from /proc/PID/stat) over that run
+divided by the requests it served. Prints each cell's median and the
+ratios numa_rt / tokio. wrk and the servers share the machine's CPUs.
+"""
+import os, re, signal, socket, statistics, subprocess, sys, time
+
+ROUNDS = int(os.environ.get("ROUNDS", "5"))
+CONNS = [int(c) for c in os.environ.get("CONNS", "16,64").split(",")]
+DURATION = int(os.environ.get("DURATION", "5"))
+WORKERS = os.environ.get("WORKERS", "2")
+PATHS = os.environ.get("PATHS", "/plaintext,/json").split(",")
+TICK = os.sysconf("SC_CLK_TCK")
+
+root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+subprocess.run(["cargo", "build", "--release", "-q", "-p", "numa_rt_webstack",
+                "--example", "axum_bench"], cwd=root, check=True)
+meta = subprocess.run(["cargo", "metadata", "--format-version", "1", "--no-deps"],
+                      cwd=root, check=True, capture_output=True, text=True).stdout
+target = re.search(r'"target_directory":"([^"]+)"', meta).group(1)
+binary = os.path.join(target, "release", "examples", "axum_bench")
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def wait_until_up(port, proc):
+    for _ in range(200):
+        if proc.poll() is not None:
+            sys.exit(f"the server exited with {proc.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    sys.exit(f"no server on port {port}")
+
+
+def to_ms(text):
+    value, unit = re.match(r"([\d.]+)(us|ms|s)", text).groups()
+    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+
+
+def one_run(runtime, port, conns, path):
+    env = dict(os.environ, WORKERS=WORKERS)
+    proc = subprocess.Popen([binary, runtime, str(port)], env=env)
+    try:
+        wait_until_up(port, proc)
+        url = f"http://127.0.0.1:{port}{path}"
+        subprocess.run(["wrk", "-t1", f"-c{conns}", "-d1s", url],
+                       check=True, capture_output=True)
+        before = cpu_seconds(proc.pid)
+        out = subprocess.run(["wrk", "-t1", f"-c{conns}", f"-d{DURATION}s", "--latency", url],
+                             check=True, capture_output=True, text=True).stdout
+        cpu = cpu_seconds(proc.pid) - before
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    requests = int(re.search(r"(\d+) requests in", out).group(1))
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if errors:
+        sys.exit(f"{runtime}: {errors.group(1)} non-2xx answers\n{out}")
+    lat = {p: to_ms(re.search(rf"\s{p}%\s+(\S+)", out).group(1)) for p in ("50", "99")}
+    return {"rps": requests / DURATION, "cpu_us": cpu * 1e6 / requests,
+            "p50": lat["50"], "p99": lat["99"]}
+
+
+results = {}
+port = 3090
+for r in range(ROUNDS):
+    for path in PATHS:
+        for conns in CONNS:
+            for runtime in ("numa_rt", "tokio"):
+                port += 1
+                res = one_run(runtime, port, conns, path)
+                results.setdefault((path, conns, runtime), []).append(res)
+                print(f"round {r + 1} {path} c={conns} {runtime}: {res['rps']:.0f} req/s, "
+                      f"{res['cpu_us']:.1f} us CPU/req, p50 {res['p50']:.2f} ms, "
+                      f"p99 {res['p99']:.2f} ms", flush=True)
+
+med = lambda rows, k: statistics.median(x[k] for x in rows)
+print(f"\nmedians of {ROUNDS} rounds, {WORKERS} workers, wrk -t1 -d{DURATION}s, "
+      f"{os.cpu_count()} CPUs shared by wrk and the server")
+print("| path | conns | numa_rt req/s | tokio req/s | req/s ratio | numa_rt µs CPU/req | "
+      "tokio µs CPU/req | CPU ratio | p50 ms (n / t) | p99 ms (n / t) |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for path in PATHS:
+    for conns in CONNS:
+        n, t = results[(path, conns, "numa_rt")], results[(path, conns, "tokio")]
+        print(f"| {path} | {conns} | {med(n, 'rps'):.0f} | {med(t, 'rps'):.0f} | "
+              f"{med(n, 'rps') / med(t, 'rps'):.2f} | {med(n, 'cpu_us'):.1f} | "
+              f"{med(t, 'cpu_us'):.1f} | {med(n, 'cpu_us') / med(t, 'cpu_us'):.2f} | "
+              f"{med(n, 'p50'):.2f} / {med(t, 'p50'):.2f} | {med(n, 'p99'):.2f} / {med(t, 'p99'):.2f} |")
