@@ -185,6 +185,7 @@ async fn connect_to_a_blackhole_address_answers_with_an_error() {
 
 #[numa_rt::test]
 async fn a_config_without_hosts_is_an_error() {
+    assert_no_tokio();
     let err = connect(&Config::new(), NoTls).await.unwrap_err();
     assert!(err.host().is_none());
     assert!(err.to_string().contains("no host"), "{err}");

@@ -153,6 +153,7 @@ async fn the_connection_timeout_ends_a_silent_server() {
 
 #[numa_rt::test]
 async fn tls_urls_are_refused_clearly() {
+    assert_no_tokio();
     // redis-rs refuses the URL itself when built without TLS (as here);
     // with its TLS features on, `connect` refuses the address.
     let err = connect("rediss://127.0.0.1:1/").await.unwrap_err();

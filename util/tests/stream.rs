@@ -106,6 +106,7 @@ async fn timeout_yields_one_elapsed_per_gap() {
 
 #[numa_rt::test(start_paused = true)]
 async fn timeout_repeating_yields_elapsed_at_each_tick() {
+    assert_no_tokio();
     let start = Instant::now();
     let mut items = numa_rt_util::stream::pending::<u8>()
         .timeout_repeating(numa_rt::time::interval_at(start + ms(50), ms(50)));

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tower::retry::backoff::{Backoff, MakeBackoff};
 use tower::util::rng::HasherRng;
-use tower::{service_fn, Service, ServiceBuilder, ServiceExt};
+use tower::{service_fn, Layer, Service, ServiceBuilder, ServiceExt};
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -80,6 +80,7 @@ async fn rate_limit_lets_num_through_per_period() {
 
 #[numa_rt::test(start_paused = true)]
 async fn rate_limit_starts_a_fresh_period_after_a_quiet_one() {
+    assert_no_tokio();
     let mut svc = ServiceBuilder::new()
         .layer(RateLimitLayer::new(1, ms(100)))
         .service(service_fn(|()| async { Ok::<_, Infallible>(()) }));
@@ -89,6 +90,21 @@ async fn rate_limit_starts_a_fresh_period_after_a_quiet_one() {
     let before = Instant::now();
     svc.ready().await.unwrap().call(()).await.unwrap();
     assert_eq!(before.elapsed(), Duration::ZERO);
+}
+
+/// tower panics on a `call` without a successful `poll_ready`; here the
+/// request goes through and the limiter stays limited (no panic reaches
+/// the worker).
+#[numa_rt::test(start_paused = true)]
+async fn rate_limit_call_without_ready_does_not_panic() {
+    assert_no_tokio();
+    let mut svc = RateLimitLayer::new(1, ms(100))
+        .layer(service_fn(|x: u8| async move { Ok::<_, Infallible>(x) }));
+    assert_eq!(svc.ready().await.unwrap().call(1).await.unwrap(), 1);
+    assert_eq!(svc.call(2).await.unwrap(), 2);
+    let before = Instant::now();
+    assert_eq!(svc.ready().await.unwrap().call(3).await.unwrap(), 3);
+    assert_eq!(before.elapsed(), ms(100));
 }
 
 #[numa_rt::test(start_paused = true)]
@@ -115,6 +131,7 @@ async fn exponential_backoff_doubles_up_to_the_maximum() {
 
 #[numa_rt::test(start_paused = true)]
 async fn exponential_backoff_jitter_stays_within_bounds() {
+    assert_no_tokio();
     let mut maker =
         ExponentialBackoffMaker::new(ms(100), ms(150), 1.0, HasherRng::default()).unwrap();
     let mut backoff = maker.make_backoff();
@@ -128,6 +145,7 @@ async fn exponential_backoff_jitter_stays_within_bounds() {
 
 #[test]
 fn exponential_backoff_rejects_what_tower_rejects() {
+    assert_no_tokio();
     let rng = HasherRng::default;
     assert!(ExponentialBackoffMaker::new(ms(2), ms(1), 0.5, rng()).is_err());
     assert!(ExponentialBackoffMaker::new(ms(0), ms(0), 0.5, rng()).is_err());
@@ -140,6 +158,7 @@ fn exponential_backoff_rejects_what_tower_rejects() {
 /// tower's own `Retry`, backing off on numa_rt between attempts.
 #[numa_rt::test(start_paused = true)]
 async fn retry_backs_off_on_numa_rt_between_attempts() {
+    assert_no_tokio();
     #[derive(Clone)]
     struct Policy<B> {
         backoff: B,
@@ -217,6 +236,7 @@ async fn buffer_worker_runs_on_numa_rt() {
 
 #[numa_rt::test]
 async fn buffer_layer_builds_towers_buffer() {
+    assert_no_tokio();
     let svc = ServiceBuilder::new()
         .layer(BufferLayer::new(2))
         .service(service_fn(|s: &'static str| async move {
@@ -228,6 +248,7 @@ async fn buffer_layer_builds_towers_buffer() {
 
 #[numa_rt::test]
 async fn buffer_reports_the_inner_services_failure() {
+    assert_no_tokio();
     let svc = Buffer::new(
         service_fn(|()| async { Err::<(), _>(std::io::Error::other("down")) }),
         1,
@@ -268,6 +289,7 @@ mod request_timeout {
 
     #[numa_rt::test(start_paused = true)]
     async fn a_fast_response_passes_untouched() {
+        assert_no_tokio();
         let svc = ServiceBuilder::new()
             .layer(RequestTimeoutLayer::new(ms(100)))
             .service(slow(ms(10)));
@@ -278,6 +300,7 @@ mod request_timeout {
 
     #[numa_rt::test(start_paused = true)]
     async fn the_status_code_can_be_chosen() {
+        assert_no_tokio();
         let svc = ServiceBuilder::new()
             .layer(TimeoutLayer::with_status_code(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -290,6 +313,7 @@ mod request_timeout {
 
     #[numa_rt::test(start_paused = true)]
     async fn works_with_http_body_util_bodies() {
+        assert_no_tokio();
         use bytes::Bytes;
         use http_body_util::Full;
         let svc = ServiceBuilder::new()
