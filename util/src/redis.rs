@@ -26,8 +26,9 @@
 //!
 //! # What redis-rs needs
 //!
-//! redis-rs 1.x's `aio` feature does not compile alone
-//! (`compile_error!("tokio-comp or smol-comp features required")`), so this
+//! redis-rs's `aio` feature does not compile alone in any release from
+//! 0.23 to 1.2 (`compile_error!("tokio-comp or smol-comp features
+//! required for aio feature")`; `async-std-comp` before 1.0), so this
 //! crate builds it with `tokio-comp`, which compiles tokio's `rt`, `net`
 //! and `time` in. No tokio runtime is started and none is called: redis-rs
 //! calls tokio's timer only for a response timeout set in its
