@@ -35,7 +35,7 @@
 //! | feature | module | replaces |
 //! |---|---|---|
 //! | `tower` | `tower` | tower's `Timeout`, `RateLimit`, retry backoff, `Buffer::new` |
-//! | `tower-http` | `tower_http` | tower-http's request `TimeoutLayer` (408) |
+//! | `tower-http` | `tower_http` | tower-http's `TimeoutLayer` (408) and body timeouts |
 //! | `tokio-stream` | `stream` | tokio-stream's listener, interval and signal wrappers; `timeout`, `throttle`, `chunks_timeout` |
 //! | `tokio-postgres` | `postgres` | tokio-postgres's `connect` (resolve, connect timeout, keepalive, spawn) |
 //! | `redis` | `redis` | redis-rs's connection set-up and response timeouts |

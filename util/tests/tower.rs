@@ -328,4 +328,66 @@ mod request_timeout {
             .unwrap();
         assert_eq!(response.status(), StatusCode::REQUEST_TIMEOUT);
     }
+
+    /// A client that sends one frame and then stalls (slowloris-style):
+    /// the body read fails once no frame has come for the timeout.
+    #[numa_rt::test(start_paused = true)]
+    async fn a_trickling_request_body_times_out() {
+        assert_no_tokio();
+        use bytes::Bytes;
+        use futures::channel::mpsc;
+        use http_body::Frame;
+        use http_body_util::{BodyExt, StreamBody};
+        use numa_rt_util::tower_http::{RequestBodyTimeoutLayer, TimeoutBody, TimeoutError};
+
+        type Trickle = StreamBody<mpsc::Receiver<Result<Frame<Bytes>, Infallible>>>;
+        let svc = ServiceBuilder::new()
+            .layer(RequestBodyTimeoutLayer::new(ms(100)))
+            .service(service_fn(
+                |req: Request<TimeoutBody<Trickle>>| async move {
+                    let read = req.into_body().collect().await.map(|b| b.to_bytes());
+                    Ok::<_, Infallible>(read)
+                },
+            ));
+        let (mut tx, rx) = mpsc::channel::<Result<Frame<Bytes>, Infallible>>(4);
+        tx.try_send(Ok(Frame::data(Bytes::from_static(b"GET"))))
+            .unwrap();
+        let start = Instant::now();
+        let read = svc
+            .oneshot(Request::new(StreamBody::new(rx)))
+            .await
+            .unwrap();
+        let err = read.unwrap_err();
+        assert!(err.is::<TimeoutError>(), "{err:?}");
+        assert_eq!(start.elapsed(), ms(100));
+        drop(tx);
+    }
+
+    #[numa_rt::test(start_paused = true)]
+    async fn a_stalled_response_body_times_out_and_a_full_one_passes() {
+        assert_no_tokio();
+        use bytes::Bytes;
+        use http_body::Frame;
+        use http_body_util::{BodyExt, Full, StreamBody};
+        use numa_rt_util::tower_http::{ResponseBodyTimeoutLayer, TimeoutError};
+
+        let full = ServiceBuilder::new()
+            .layer(ResponseBodyTimeoutLayer::new(ms(100)))
+            .service(service_fn(|_req: Request<()>| async {
+                Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"ok"))))
+            }));
+        let response = full.oneshot(Request::new(())).await.unwrap();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(&body[..], b"ok");
+
+        let stalled = ServiceBuilder::new()
+            .layer(ResponseBodyTimeoutLayer::new(ms(100)))
+            .service(service_fn(|_req: Request<()>| async {
+                let never = futures::stream::pending::<Result<Frame<Bytes>, Infallible>>();
+                Ok::<_, Infallible>(Response::new(StreamBody::new(never)))
+            }));
+        let response = stalled.oneshot(Request::new(())).await.unwrap();
+        let err = response.into_body().collect().await.unwrap_err();
+        assert!(err.is::<TimeoutError>(), "{err:?}");
+    }
 }
