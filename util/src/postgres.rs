@@ -25,7 +25,7 @@
 //! Not done here (tokio-postgres's `connect` does them): checking
 //! `target_session_attrs` and `load_balance_hosts = random` (hosts are
 //! tried in order). `Client::cancel_query` needs tokio-postgres's runtime:
-//! use `cancel_query_raw` over a fresh [`Socket`].
+//! [`cancel_query`] is its counterpart here.
 
 use numa_rt::net::{TcpSocket, TcpStream, UnixStream};
 use numa_rt::task::JoinHandle;
@@ -75,6 +75,50 @@ where
     for target in &targets {
         match connect_one(config, tls.clone(), target).await {
             Ok(pair) => return Ok(pair),
+            Err(error) => last = Some(error),
+        }
+    }
+    Err(last.unwrap_or_else(|| Error::config("no host to connect to")))
+}
+
+/// Asks the server to cancel the query running on the connection `token`
+/// came from (`Client::cancel_token`), over a fresh connection: what
+/// tokio-postgres's `CancelToken::cancel_query` does with its runtime.
+///
+/// The request goes to the first host of `config` that accepts a
+/// connection (within `connect_timeout`), so `config` must lead to the
+/// server the client is connected to: the same single-host configuration,
+/// or one naming that host. As in PostgreSQL, success means the request
+/// was delivered; whether a query was running to cancel shows on the
+/// client (a `query_canceled` error, SQLSTATE 57014).
+pub async fn cancel_query<T>(
+    token: &tokio_postgres::CancelToken,
+    config: &Config,
+    tls: T,
+) -> Result<(), Error>
+where
+    T: TlsConnect<Socket> + Clone,
+{
+    let mut last = None;
+    for target in &targets(config)? {
+        let host = target.describe();
+        let attempt = async {
+            let socket = open(config, target)
+                .await
+                .map_err(|e| Error::io(&host, e))?;
+            token
+                .cancel_query_raw(socket, tls.clone())
+                .await
+                .map_err(|e| Error::new(&host, Kind::Postgres(e)))
+        };
+        let result = match config.get_connect_timeout().copied() {
+            Some(limit) => numa_rt::time::timeout(limit, attempt)
+                .await
+                .unwrap_or_else(|_| Err(Error::new(&host, Kind::Timeout(limit)))),
+            None => attempt.await,
+        };
+        match result {
+            Ok(()) => return Ok(()),
             Err(error) => last = Some(error),
         }
     }

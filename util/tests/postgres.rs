@@ -92,6 +92,66 @@ async fn many_concurrent_queries_share_one_connection() {
     }
 }
 
+/// A long query cancelled from another task over a fresh connection: the
+/// query fails with `query_canceled` and the client goes on.
+#[numa_rt::test(max_procs = 2)]
+async fn cancel_query_cancels_a_running_query() {
+    assert_no_tokio();
+    let Some(pg) = Postgres::start() else { return };
+    let config = tcp_config(pg.port);
+    let (client, _connection) = connect(&config, NoTls).await.unwrap();
+    let client = Arc::new(client);
+    let token = client.cancel_token();
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+    let running = {
+        let client = client.clone();
+        numa_rt::spawn(async move {
+            // The statement is sent before this task yields back here, and
+            // the server runs it until cancelled.
+            let query = client.batch_execute("SELECT pg_sleep(60)");
+            let mut query = std::pin::pin!(query);
+            assert!(futures::poll!(query.as_mut()).is_pending());
+            started_tx.send(()).unwrap();
+            query.await
+        })
+    };
+    started_rx.await.unwrap();
+    // Cancel once the server shows the query running (a cancel that came
+    // before would find nothing to cancel), watched from a second session.
+    let (watcher, _watching) = connect(&config, NoTls).await.unwrap();
+    let start = Instant::now();
+    loop {
+        let active: i64 = watcher
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity \
+                 WHERE query = 'SELECT pg_sleep(60)' AND state = 'active'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if active == 1 {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the query never started"
+        );
+        numa_rt::task::yield_now().await;
+    }
+    numa_rt_util::postgres::cancel_query(&token, &config, NoTls)
+        .await
+        .unwrap();
+    let err = running.await.unwrap().unwrap_err();
+    assert_eq!(
+        err.code(),
+        Some(&tokio_postgres::error::SqlState::QUERY_CANCELED),
+        "{err}"
+    );
+    let n: i32 = client.query_one("SELECT 2", &[]).await.unwrap().get(0);
+    assert_eq!(n, 2);
+}
+
 #[numa_rt::test]
 async fn connects_over_the_unix_socket() {
     assert_no_tokio();
