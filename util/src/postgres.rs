@@ -443,3 +443,50 @@ impl std::error::Error for Error {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The configuration's keepalive, user-timeout and nodelay settings
+    /// reach the socket.
+    #[numa_rt::test]
+    async fn socket_options_follow_the_config() {
+        assert!(tokio::runtime::Handle::try_current().is_err());
+        let listener = numa_rt::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        let config: Config = "keepalives_idle=42 keepalives_interval=7 keepalives_retries=3 \
+                              tcp_user_timeout=5"
+            .parse()
+            .unwrap();
+        let stream = connect_tcp(&config, addr)
+            .await
+            .unwrap()
+            .into_std()
+            .unwrap();
+        let sock = SockRef::from(&stream);
+        assert!(sock.tcp_nodelay().unwrap());
+        assert!(sock.keepalive().unwrap());
+        assert_eq!(sock.tcp_keepalive_time().unwrap(), Duration::from_secs(42));
+        assert_eq!(
+            sock.tcp_keepalive_interval().unwrap(),
+            Duration::from_secs(7)
+        );
+        assert_eq!(sock.tcp_keepalive_retries().unwrap(), 3);
+        #[cfg(target_os = "linux")]
+        assert_eq!(
+            sock.tcp_user_timeout().unwrap(),
+            Some(Duration::from_secs(5))
+        );
+
+        let config: Config = "keepalives=0".parse().unwrap();
+        let stream = connect_tcp(&config, addr)
+            .await
+            .unwrap()
+            .into_std()
+            .unwrap();
+        assert!(!SockRef::from(&stream).keepalive().unwrap());
+    }
+}

@@ -335,3 +335,44 @@ impl AsyncWrite for Stream {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The URL's TCP settings reach the socket.
+    #[numa_rt::test]
+    async fn socket_options_follow_the_tcp_settings() {
+        assert!(tokio::runtime::Handle::try_current().is_err());
+        let listener = numa_rt::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        let keepalive = socket2::TcpKeepalive::new().with_time(Duration::from_secs(42));
+        let settings = TcpSettings::default()
+            .set_nodelay(true)
+            .set_keepalive(keepalive)
+            .set_user_timeout(Duration::from_secs(5));
+        let stream = connect_tcp(addr, &settings)
+            .await
+            .unwrap()
+            .into_std()
+            .unwrap();
+        let sock = SockRef::from(&stream);
+        assert!(sock.tcp_nodelay().unwrap());
+        assert!(sock.keepalive().unwrap());
+        assert_eq!(sock.tcp_keepalive_time().unwrap(), Duration::from_secs(42));
+        #[cfg(target_os = "linux")]
+        assert_eq!(
+            sock.tcp_user_timeout().unwrap(),
+            Some(Duration::from_secs(5))
+        );
+
+        let stream = connect_tcp(addr, &TcpSettings::default())
+            .await
+            .unwrap()
+            .into_std()
+            .unwrap();
+        assert!(!SockRef::from(&stream).tcp_nodelay().unwrap());
+    }
+}
