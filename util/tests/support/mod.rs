@@ -33,11 +33,17 @@ pub fn free_port() -> u16 {
     listener.local_addr().unwrap().port()
 }
 
-/// A fresh, empty temporary directory.
-fn temp_dir(what: &str) -> PathBuf {
+/// A fresh, empty temporary directory. `shared`: one another user can
+/// reach (under /tmp, whatever TMPDIR says, which may be private to us).
+fn temp_dir(what: &str, shared: bool) -> PathBuf {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("numa_rt_util_{what}_{}_{n}", std::process::id()));
+    let base = if shared {
+        PathBuf::from("/tmp")
+    } else {
+        std::env::temp_dir()
+    };
+    let dir = base.join(format!("numa_rt_util_{what}_{}_{n}", std::process::id()));
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).expect("create the server's temporary directory");
     dir
@@ -129,7 +135,7 @@ impl Postgres {
         } else {
             None
         };
-        let dir = temp_dir("pg");
+        let dir = temp_dir("pg", as_user.is_some());
         let data = dir.join("data");
         if let Some((uid, gid)) = as_user {
             std::os::unix::fs::chown(&dir, Some(uid), Some(gid)).expect("chown the directory");
@@ -234,7 +240,7 @@ impl Redis {
             skip("redis-server not found (apt-get install redis-server)");
             return None;
         };
-        let dir = temp_dir("redis");
+        let dir = temp_dir("redis", false);
         let port = free_port();
         let log = fs::File::create(dir.join("server.log")).unwrap();
         let child = Command::new(binary)
