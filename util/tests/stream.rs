@@ -4,7 +4,8 @@
 
 use numa_rt::time::{interval, sleep, Duration, Instant};
 use numa_rt_util::stream::wrappers::{
-    IntervalStream, ReceiverStream, SignalStream, TcpListenerStream, UnixListenerStream,
+    IntervalStream, JoinSetStream, ReadDirStream, ReceiverStream, SignalStream, TcpListenerStream,
+    UnixListenerStream,
 };
 use numa_rt_util::stream::{Elapsed, StreamExt, StreamMap, TimedStreamExt};
 use tokio::sync::mpsc;
@@ -166,4 +167,40 @@ async fn the_runtime_free_reexports_are_tokio_streams() {
         .collect()
         .await;
     assert_eq!(got.len(), 1);
+}
+
+#[numa_rt::test(max_procs = 2)]
+async fn join_set_stream_yields_each_result_then_ends() {
+    assert_no_tokio();
+    let mut set = numa_rt::task::JoinSet::new();
+    for i in 0..5u32 {
+        set.spawn(async move { i * 10 });
+    }
+    let stream = JoinSetStream::new(set);
+    assert_eq!(
+        numa_rt_util::stream::Stream::size_hint(&stream),
+        (5, Some(5))
+    );
+    let mut got: Vec<u32> = stream.map(|r| r.unwrap()).collect().await;
+    got.sort();
+    assert_eq!(got, [0, 10, 20, 30, 40]);
+}
+
+#[numa_rt::test]
+async fn read_dir_stream_lists_a_directory() {
+    assert_no_tokio();
+    let dir = std::env::temp_dir().join(format!("numa_rt_util_rds_{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for name in ["a", "b", "c"] {
+        std::fs::write(dir.join(name), name).unwrap();
+    }
+    let entries = ReadDirStream::new(numa_rt::fs::read_dir(&dir).await.unwrap());
+    let mut names: Vec<String> = entries
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect()
+        .await;
+    names.sort();
+    assert_eq!(names, ["a", "b", "c"]);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
