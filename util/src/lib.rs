@@ -27,6 +27,24 @@
 //! `time`, `net` and `io-util` features, and tokio with `sync` and
 //! `io-util` only.
 //!
+//! ## The web stack's runtime-bound parts (optional features)
+//!
+//! Each feature is named after the crate whose runtime-bound parts it
+//! replaces, and none starts or calls a tokio runtime:
+//!
+//! | feature | module | replaces |
+//! |---|---|---|
+//! | `tower` | `tower` | tower's `Timeout`, `RateLimit`, retry backoff, `Buffer::new` |
+//! | `tower-http` | `tower_http` | tower-http's `TimeoutLayer` (408) and body timeouts |
+//! | `tokio-stream` | `stream` | tokio-stream's listener, interval and signal wrappers; `timeout`, `throttle`, `chunks_timeout` |
+//! | `tokio-postgres` | `postgres` | tokio-postgres's `connect` (resolve, connect timeout, keepalive, spawn) |
+//! | `redis` | `redis` | redis-rs's connection set-up and response timeouts |
+//!
+//! Two of them compile parts of tokio's runtime in without starting them:
+//! `tower` (tower's `buffer`, `timeout` and `retry` features, for tower's
+//! own `Buffer` and `Elapsed` types) and `redis` (redis-rs 1.x does not
+//! compile its async API without `tokio-comp`; see the module).
+//!
 //! ```
 //! use numa_rt_util::sync::CancellationToken;
 //! use numa_rt_util::task::TaskTracker;

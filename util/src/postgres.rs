@@ -25,7 +25,7 @@
 //! Not done here (tokio-postgres's `connect` does them): checking
 //! `target_session_attrs` and `load_balance_hosts = random` (hosts are
 //! tried in order). `Client::cancel_query` needs tokio-postgres's runtime:
-//! use `cancel_query_raw` over a fresh [`Socket`].
+//! [`cancel_query`] is its counterpart here.
 
 use numa_rt::net::{TcpSocket, TcpStream, UnixStream};
 use numa_rt::task::JoinHandle;
@@ -75,6 +75,50 @@ where
     for target in &targets {
         match connect_one(config, tls.clone(), target).await {
             Ok(pair) => return Ok(pair),
+            Err(error) => last = Some(error),
+        }
+    }
+    Err(last.unwrap_or_else(|| Error::config("no host to connect to")))
+}
+
+/// Asks the server to cancel the query running on the connection `token`
+/// came from (`Client::cancel_token`), over a fresh connection: what
+/// tokio-postgres's `CancelToken::cancel_query` does with its runtime.
+///
+/// The request goes to the first host of `config` that accepts a
+/// connection (within `connect_timeout`), so `config` must lead to the
+/// server the client is connected to: the same single-host configuration,
+/// or one naming that host. As in PostgreSQL, success means the request
+/// was delivered; whether a query was running to cancel shows on the
+/// client (a `query_canceled` error, SQLSTATE 57014).
+pub async fn cancel_query<T>(
+    token: &tokio_postgres::CancelToken,
+    config: &Config,
+    tls: T,
+) -> Result<(), Error>
+where
+    T: TlsConnect<Socket> + Clone,
+{
+    let mut last = None;
+    for target in &targets(config)? {
+        let host = target.describe();
+        let attempt = async {
+            let socket = open(config, target)
+                .await
+                .map_err(|e| Error::io(&host, e))?;
+            token
+                .cancel_query_raw(socket, tls.clone())
+                .await
+                .map_err(|e| Error::new(&host, Kind::Postgres(e)))
+        };
+        let result = match config.get_connect_timeout().copied() {
+            Some(limit) => numa_rt::time::timeout(limit, attempt)
+                .await
+                .unwrap_or_else(|_| Err(Error::new(&host, Kind::Timeout(limit)))),
+            None => attempt.await,
+        };
+        match result {
+            Ok(()) => return Ok(()),
             Err(error) => last = Some(error),
         }
     }
@@ -397,5 +441,52 @@ impl std::error::Error for Error {
             Kind::Io(e) => Some(e),
             Kind::Postgres(e) => Some(e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The configuration's keepalive, user-timeout and nodelay settings
+    /// reach the socket.
+    #[numa_rt::test]
+    async fn socket_options_follow_the_config() {
+        assert!(tokio::runtime::Handle::try_current().is_err());
+        let listener = numa_rt::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        let config: Config = "keepalives_idle=42 keepalives_interval=7 keepalives_retries=3 \
+                              tcp_user_timeout=5"
+            .parse()
+            .unwrap();
+        let stream = connect_tcp(&config, addr)
+            .await
+            .unwrap()
+            .into_std()
+            .unwrap();
+        let sock = SockRef::from(&stream);
+        assert!(sock.tcp_nodelay().unwrap());
+        assert!(sock.keepalive().unwrap());
+        assert_eq!(sock.tcp_keepalive_time().unwrap(), Duration::from_secs(42));
+        assert_eq!(
+            sock.tcp_keepalive_interval().unwrap(),
+            Duration::from_secs(7)
+        );
+        assert_eq!(sock.tcp_keepalive_retries().unwrap(), 3);
+        #[cfg(target_os = "linux")]
+        assert_eq!(
+            sock.tcp_user_timeout().unwrap(),
+            Some(Duration::from_secs(5))
+        );
+
+        let config: Config = "keepalives=0".parse().unwrap();
+        let stream = connect_tcp(&config, addr)
+            .await
+            .unwrap()
+            .into_std()
+            .unwrap();
+        assert!(!SockRef::from(&stream).keepalive().unwrap());
     }
 }

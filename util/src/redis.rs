@@ -26,8 +26,9 @@
 //!
 //! # What redis-rs needs
 //!
-//! redis-rs 1.x's `aio` feature does not compile alone
-//! (`compile_error!("tokio-comp or smol-comp features required")`), so this
+//! redis-rs's `aio` feature does not compile alone in any release from
+//! 0.23 to 1.2 (`compile_error!("tokio-comp or smol-comp features
+//! required for aio feature")`; `async-std-comp` before 1.0), so this
 //! crate builds it with `tokio-comp`, which compiles tokio's `rt`, `net`
 //! and `time` in. No tokio runtime is started and none is called: redis-rs
 //! calls tokio's timer only for a response timeout set in its
@@ -332,5 +333,46 @@ impl AsyncWrite for Stream {
             Stream::Tcp(s) => Pin::new(s).poll_shutdown(cx),
             Stream::Unix(s) => Pin::new(s).poll_shutdown(cx),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The URL's TCP settings reach the socket.
+    #[numa_rt::test]
+    async fn socket_options_follow_the_tcp_settings() {
+        assert!(tokio::runtime::Handle::try_current().is_err());
+        let listener = numa_rt::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        let keepalive = socket2::TcpKeepalive::new().with_time(Duration::from_secs(42));
+        let settings = TcpSettings::default()
+            .set_nodelay(true)
+            .set_keepalive(keepalive)
+            .set_user_timeout(Duration::from_secs(5));
+        let stream = connect_tcp(addr, &settings)
+            .await
+            .unwrap()
+            .into_std()
+            .unwrap();
+        let sock = SockRef::from(&stream);
+        assert!(sock.tcp_nodelay().unwrap());
+        assert!(sock.keepalive().unwrap());
+        assert_eq!(sock.tcp_keepalive_time().unwrap(), Duration::from_secs(42));
+        #[cfg(target_os = "linux")]
+        assert_eq!(
+            sock.tcp_user_timeout().unwrap(),
+            Some(Duration::from_secs(5))
+        );
+
+        let stream = connect_tcp(addr, &TcpSettings::default())
+            .await
+            .unwrap()
+            .into_std()
+            .unwrap();
+        assert!(!SockRef::from(&stream).tcp_nodelay().unwrap());
     }
 }

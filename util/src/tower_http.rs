@@ -29,15 +29,21 @@
 //!
 //! The same types are in [`crate::tower`] as [`RequestTimeoutLayer`] and
 //! [`RequestTimeout`], names that do not clash with tower's `Timeout`.
-//! tower-http's body timeouts (`RequestBodyTimeout`,
-//! `ResponseBodyTimeout`) are not here.
+//!
+//! tower-http's body timeouts are here too, with its names:
+//! [`RequestBodyTimeoutLayer`] and [`ResponseBodyTimeoutLayer`] wrap the
+//! request's or the response's body in a [`TimeoutBody`], which fails with
+//! [`TimeoutError`] when no frame comes within the duration (a client
+//! that trickles its body, slowloris-style, is cut off).
 
 use http::{Request, Response, StatusCode};
+use http_body::{Body, Frame, SizeHint};
 use numa_rt::time::Sleep;
 use pin_project_lite::pin_project;
+use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 use tower_layer::Layer;
 use tower_service::Service;
@@ -178,5 +184,258 @@ where
             }
             Poll::Pending => Poll::Pending,
         }
+    }
+}
+
+/// tower's boxed error, the error type of [`TimeoutBody`].
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+pin_project! {
+    /// A body that fails with [`TimeoutError`] when no frame comes within
+    /// a duration of the poll that started waiting for it (tower-http's
+    /// `timeout::TimeoutBody`, timed on numa_rt).
+    #[derive(Debug)]
+    pub struct TimeoutBody<B> {
+        timeout: Duration,
+        // Runs while a frame is awaited; cleared by each frame.
+        #[pin]
+        sleep: Option<Sleep>,
+        #[pin]
+        body: B,
+    }
+}
+
+impl<B> TimeoutBody<B> {
+    /// Wraps `body`: each frame must come within `timeout`.
+    pub fn new(timeout: Duration, body: B) -> Self {
+        TimeoutBody {
+            timeout,
+            sleep: None,
+            body,
+        }
+    }
+}
+
+impl<B> Body for TimeoutBody<B>
+where
+    B: Body,
+    B::Error: Into<BoxError>,
+{
+    type Data = B::Data;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        let mut this = self.project();
+        if this.sleep.is_none() {
+            this.sleep.set(Some(numa_rt::time::sleep(*this.timeout)));
+        }
+        if let Some(sleep) = this.sleep.as_mut().as_pin_mut() {
+            if sleep.poll(cx).is_ready() {
+                return Poll::Ready(Some(Err(Box::new(TimeoutError(())))));
+            }
+        }
+        let frame = ready!(this.body.poll_frame(cx));
+        this.sleep.set(None);
+        Poll::Ready(frame.map(|f| f.map_err(Into::into)))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// [`TimeoutBody`]'s error: no frame came in time.
+#[derive(Debug)]
+pub struct TimeoutError(());
+
+impl std::error::Error for TimeoutError {}
+
+impl fmt::Display for TimeoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("data was not received within the designated timeout")
+    }
+}
+
+/// Applies [`RequestBodyTimeout`] (tower-http's
+/// `timeout::RequestBodyTimeoutLayer`, timed on numa_rt).
+#[derive(Debug, Clone, Copy)]
+pub struct RequestBodyTimeoutLayer {
+    timeout: Duration,
+}
+
+impl RequestBodyTimeoutLayer {
+    /// Each request-body frame must come within `timeout`.
+    pub const fn new(timeout: Duration) -> Self {
+        RequestBodyTimeoutLayer { timeout }
+    }
+}
+
+impl<S> Layer<S> for RequestBodyTimeoutLayer {
+    type Service = RequestBodyTimeout<S>;
+
+    fn layer(&self, inner: S) -> RequestBodyTimeout<S> {
+        RequestBodyTimeout::new(inner, self.timeout)
+    }
+}
+
+/// Wraps each request's body in a [`TimeoutBody`] (tower-http's
+/// `timeout::RequestBodyTimeout`, timed on numa_rt).
+#[derive(Debug, Clone, Copy)]
+pub struct RequestBodyTimeout<S> {
+    inner: S,
+    timeout: Duration,
+}
+
+impl<S> RequestBodyTimeout<S> {
+    /// Wraps `inner`: each request-body frame must come within `timeout`.
+    pub const fn new(inner: S, timeout: Duration) -> Self {
+        RequestBodyTimeout { inner, timeout }
+    }
+
+    /// A [`RequestBodyTimeoutLayer`].
+    pub const fn layer(timeout: Duration) -> RequestBodyTimeoutLayer {
+        RequestBodyTimeoutLayer::new(timeout)
+    }
+
+    /// The wrapped service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The wrapped service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Unwraps the service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S, ReqBody> Service<Request<ReqBody>> for RequestBodyTimeout<S>
+where
+    S: Service<Request<TimeoutBody<ReqBody>>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
+        let timeout = self.timeout;
+        self.inner
+            .call(request.map(|body| TimeoutBody::new(timeout, body)))
+    }
+}
+
+/// Applies [`ResponseBodyTimeout`] (tower-http's
+/// `timeout::ResponseBodyTimeoutLayer`, timed on numa_rt).
+#[derive(Debug, Clone, Copy)]
+pub struct ResponseBodyTimeoutLayer {
+    timeout: Duration,
+}
+
+impl ResponseBodyTimeoutLayer {
+    /// Each response-body frame must come within `timeout`.
+    pub const fn new(timeout: Duration) -> Self {
+        ResponseBodyTimeoutLayer { timeout }
+    }
+}
+
+impl<S> Layer<S> for ResponseBodyTimeoutLayer {
+    type Service = ResponseBodyTimeout<S>;
+
+    fn layer(&self, inner: S) -> ResponseBodyTimeout<S> {
+        ResponseBodyTimeout::new(inner, self.timeout)
+    }
+}
+
+/// Wraps each response's body in a [`TimeoutBody`] (tower-http's
+/// `timeout::ResponseBodyTimeout`, timed on numa_rt).
+#[derive(Debug, Clone, Copy)]
+pub struct ResponseBodyTimeout<S> {
+    inner: S,
+    timeout: Duration,
+}
+
+impl<S> ResponseBodyTimeout<S> {
+    /// Wraps `inner`: each response-body frame must come within `timeout`.
+    pub const fn new(inner: S, timeout: Duration) -> Self {
+        ResponseBodyTimeout { inner, timeout }
+    }
+
+    /// A [`ResponseBodyTimeoutLayer`].
+    pub const fn layer(timeout: Duration) -> ResponseBodyTimeoutLayer {
+        ResponseBodyTimeoutLayer::new(timeout)
+    }
+
+    /// The wrapped service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The wrapped service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Unwraps the service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for ResponseBodyTimeout<S>
+where
+    S: Service<Request<ReqBody>, Response = Response<ResBody>>,
+{
+    type Response = Response<TimeoutBody<ResBody>>;
+    type Error = S::Error;
+    type Future = ResponseBodyTimeoutFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
+        ResponseBodyTimeoutFuture {
+            inner: self.inner.call(request),
+            timeout: self.timeout,
+        }
+    }
+}
+
+pin_project! {
+    /// The response future of [`ResponseBodyTimeout`].
+    #[derive(Debug)]
+    pub struct ResponseBodyTimeoutFuture<F> {
+        #[pin]
+        inner: F,
+        timeout: Duration,
+    }
+}
+
+impl<F, B, E> Future for ResponseBodyTimeoutFuture<F>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+{
+    type Output = Result<Response<TimeoutBody<B>>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let timeout = *this.timeout;
+        let response = ready!(this.inner.poll(cx))?;
+        Poll::Ready(Ok(response.map(|body| TimeoutBody::new(timeout, body))))
     }
 }

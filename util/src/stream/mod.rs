@@ -5,7 +5,8 @@
 //! [`wrappers`] the channel, broadcast, watch and I/O-line streams). Its
 //! runtime-bound parts are written here with tokio-stream's names:
 //! [`wrappers::TcpListenerStream`], [`wrappers::UnixListenerStream`],
-//! [`wrappers::IntervalStream`] and [`wrappers::SignalStream`] over
+//! [`wrappers::IntervalStream`], [`wrappers::SignalStream`],
+//! [`wrappers::JoinSetStream`] and [`wrappers::ReadDirStream`] over
 //! numa_rt's types, and the timed combinators `timeout`,
 //! `timeout_repeating`, `throttle` and `chunks_timeout` on numa_rt's timer.
 //!

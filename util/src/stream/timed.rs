@@ -13,7 +13,7 @@ use tokio_stream::{Stream, StreamExt};
 /// The timed methods of tokio-stream's `StreamExt`, timed on numa_rt.
 ///
 /// Implemented for every [`Stream`]; bring it into scope beside
-/// [`StreamExt`](super::StreamExt) (see [the module's porting
+/// `StreamExt` (see [the module's porting
 /// note](super#porting)).
 pub trait TimedStreamExt: Stream {
     /// Each item must come within `duration` of the previous one (or of

@@ -3,10 +3,13 @@
 //! [`ReceiverStream`], [`UnboundedReceiverStream`], [`BroadcastStream`],
 //! [`WatchStream`], [`LinesStream`] and [`SplitStream`] are tokio-stream's
 //! own (tokio's channels and I/O traits are numa_rt's). The listener,
-//! interval and signal streams are written here over numa_rt's types.
+//! interval, signal, join-set and directory streams are written here over
+//! numa_rt's types.
 
+use numa_rt::fs::{DirEntry, ReadDir};
 use numa_rt::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use numa_rt::signal::unix::Signal;
+use numa_rt::task::{JoinError, JoinSet};
 use numa_rt::time::{Instant, Interval};
 use std::io;
 use std::pin::Pin;
@@ -90,4 +93,56 @@ wrapper! {
     /// `SignalStream`); deliveries between polls coalesce, as on tokio.
     SignalStream(Signal) -> (),
     |signal, cx| signal.poll_recv(cx)
+}
+
+wrapper! {
+    /// The entries of a directory (tokio-stream's `ReadDirStream`, over
+    /// numa_rt's [`ReadDir`]); ends after the last entry.
+    ReadDirStream(ReadDir) -> io::Result<DirEntry>,
+    |dir, cx| dir.poll_next_entry(cx).map(Result::transpose)
+}
+
+/// The results of a [`JoinSet`]'s tasks in the order they finish
+/// (tokio-stream's `JoinSetStream`, over numa_rt's `JoinSet`); ends when
+/// the set is empty.
+#[derive(Debug)]
+pub struct JoinSetStream<T> {
+    inner: JoinSet<T>,
+}
+
+impl<T> JoinSetStream<T> {
+    /// Wraps a numa_rt `JoinSet`.
+    pub fn new(join_set: JoinSet<T>) -> Self {
+        JoinSetStream { inner: join_set }
+    }
+
+    /// Unwraps the `JoinSet`.
+    pub fn into_inner(self) -> JoinSet<T> {
+        self.inner
+    }
+}
+
+impl<T: 'static> Stream for JoinSetStream<T> {
+    type Item = Result<T, JoinError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.inner.poll_join_next(cx)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let len = self.inner.len();
+        (len, Some(len))
+    }
+}
+
+impl<T> AsRef<JoinSet<T>> for JoinSetStream<T> {
+    fn as_ref(&self) -> &JoinSet<T> {
+        &self.inner
+    }
+}
+
+impl<T> AsMut<JoinSet<T>> for JoinSetStream<T> {
+    fn as_mut(&mut self) -> &mut JoinSet<T> {
+        &mut self.inner
+    }
 }

@@ -34,7 +34,8 @@ impl Buffer {
     /// for `service`, which a worker task on numa_rt drives. The worker
     /// ends when the last handle is dropped.
     ///
-    /// Call it inside a numa_rt runtime (it spawns).
+    /// A `bound` of 0 counts as 1 (tower's panics: its channel needs room
+    /// for one request). Call it inside a numa_rt runtime (it spawns).
     #[allow(clippy::new_ret_no_self)]
     pub fn new<S, Req>(service: S, bound: usize) -> ::tower::buffer::Buffer<Req, S::Future>
     where
@@ -43,7 +44,7 @@ impl Buffer {
         S::Error: Into<BoxError> + Send + Sync,
         Req: Send + 'static,
     {
-        let (buffer, worker) = ::tower::buffer::Buffer::pair(service, bound);
+        let (buffer, worker) = ::tower::buffer::Buffer::pair(service, bound.max(1));
         // Detached: the worker's end is seen through the handles (tower's
         // `ServiceError`), not through a JoinHandle.
         drop(numa_rt::spawn(worker));

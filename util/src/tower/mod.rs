@@ -2,7 +2,7 @@
 //! scheduler (feature `tower`).
 //!
 //! tower's own [`Timeout`](::tower::timeout::Timeout),
-//! [`RateLimit`](::tower::limit::RateLimit), retry backoff and
+//! `RateLimit`, retry backoff and
 //! [`Buffer::new`](::tower::buffer::Buffer::new) sleep on tokio's timer or
 //! call `tokio::spawn`, which do not run inside numa_rt. The types here
 //! have tower's names, constructors and semantics, and keep tower's types
