@@ -1,22 +1,22 @@
 //! An axum application served on numa_rt.
 //!
 //! ```text
-//! cargo run --features hyper --example axum_app             # serve, query itself, exit
-//! cargo run --features hyper --example axum_app -- serve 3000
+//! cargo run --features axum --example axum_app             # serve, query itself, exit
+//! cargo run --features axum --example axum_app -- serve 3000
 //! curl http://127.0.0.1:3000/users/7
 //! ```
 //!
-//! `axum::serve` cannot be used: it takes a `tokio::net::TcpListener` and
-//! spawns on tokio. What it does is small, though: accept, then serve each
-//! connection with hyper, the `Router` turned into a hyper service by
-//! hyper-util's `TowerToHyperService`. This example writes that loop with
-//! numa_rt's listener, spawner and timer.
+//! `axum::serve` spawns on tokio; `numa_rt::serve` is the same call on
+//! numa_rt (one root task per connection, HTTP/1 and HTTP/2). A fuller app
+//! (WebSocket, SSE, tower-http layers, graceful shutdown) is
+//! `webstack/examples/axum_full.rs`.
 //!
 //! Without arguments it serves on a free loopback port, sends itself two
 //! requests with the pooled client, prints the answers, and exits (within
 //! ten seconds). `serve PORT` keeps serving on 127.0.0.1:PORT.
 
 use std::collections::BTreeMap;
+use std::future::IntoFuture;
 use std::time::Duration;
 
 use axum::extract::Path;
@@ -25,7 +25,6 @@ use axum::{Json, Router};
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
 use hyper_util::client::legacy::Client;
-use hyper_util::service::TowerToHyperService;
 use numa_rt::net::TcpListener;
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
@@ -44,32 +43,6 @@ fn app() -> Router {
         )
 }
 
-/// What `axum::serve` does, on numa_rt: one task per connection, each
-/// serving the router through hyper.
-async fn serve(listener: TcpListener, app: Router) {
-    loop {
-        let (stream, _) = match listener.accept().await {
-            Ok(conn) => conn,
-            Err(e) => {
-                eprintln!("accept: {e}");
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(app.clone());
-        numa_rt::spawn(async move {
-            let conn = hyper::server::conn::http1::Builder::new()
-                .timer(numa_rt::hyper::Timer)
-                .serve_connection(numa_rt::hyper::Io::new(stream), service);
-            if let Err(e) = conn.await {
-                if !e.is_incomplete_message() {
-                    eprintln!("connection: {e}");
-                }
-            }
-        });
-    }
-}
-
 #[numa_rt::main]
 async fn main() -> Result<(), Error> {
     let mut args = std::env::args().skip(1);
@@ -80,13 +53,13 @@ async fn main() -> Result<(), Error> {
         };
         let listener = TcpListener::bind(("127.0.0.1", port)).await?;
         println!("axum on numa_rt: http://{}", listener.local_addr()?);
-        serve(listener, app()).await;
+        numa_rt::serve(listener, app()).await?;
         return Ok(());
     }
 
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
-    numa_rt::spawn(serve(listener, app()));
+    numa_rt::spawn(numa_rt::serve(listener, app()).into_future());
     let client: Client<_, Empty<Bytes>> =
         Client::builder(numa_rt::hyper::Executor).build(numa_rt::hyper::Connector::new());
     let run = async {
