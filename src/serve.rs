@@ -38,11 +38,14 @@
 //! - `TCP_NODELAY` is set on every accepted TCP connection (responses are
 //!   small writes that Nagle's algorithm would hold back); axum 0.8 leaves
 //!   it to the user's `tap_io`, which is here too ([`ListenerExt::tap_io`]).
-//! - Accept errors as axum handles them: a connection reset or aborted
-//!   before it was accepted is skipped; any other error (`EMFILE`: out of
-//!   file descriptors) is logged (a `tracing` error event with the feature
-//!   `axum`, as axum logs it; on standard error without it), then the loop
-//!   sleeps one second on numa_rt's timer and goes on.
+//! - Accept errors as axum handles them. Running out of descriptors
+//!   (`EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM`) never reaches the loop:
+//!   numa_rt's listeners wait that out themselves, retrying every 10 ms, so
+//!   the backlog is served as soon as descriptors are freed. A connection
+//!   reset or aborted before it was accepted is skipped; any other error is
+//!   logged (a `tracing` error event with the feature `axum`, as axum logs
+//!   it; on standard error without it), then the loop sleeps one second on
+//!   numa_rt's timer and goes on.
 //! - [`Serve::with_graceful_shutdown`]: when the signal future completes,
 //!   the listener is closed, every open connection is told to finish
 //!   (HTTP/1: after the response in flight; HTTP/2: GOAWAY, streams in
