@@ -20,8 +20,8 @@ unsafe impl RawTask for T {
 #[derive(Default)]
 struct Sink(RefCell<Vec<usize>>);
 impl Overflow<T> for Sink {
-    fn push_batch(&self, batch: Vec<T>) {
-        self.0.borrow_mut().extend(batch.into_iter().map(|t| *t.0));
+    fn push_many(&self, tasks: Vec<T>) {
+        self.0.borrow_mut().extend(tasks.into_iter().map(|t| *t.0));
     }
 }
 
@@ -53,7 +53,7 @@ mod plain {
     }
 
     #[test]
-    fn overflow_moves_half_plus_one_in_one_batch() {
+    fn overflow_moves_half_plus_one_in_one_go() {
         let (mut q, _s) = new::<T>();
         let sink = Sink::default();
         for i in 0..CAPACITY + 1 {

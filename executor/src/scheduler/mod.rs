@@ -557,7 +557,7 @@ impl Shared {
                             .map_or(0, |l| std::ptr::from_ref(l) as usize)
                     };
                     let busy = || self.busy_time();
-                    let (owner, clock) = (&mut core.place, core.clock_ms);
+                    let (owner, clock) = (&mut core.policy_state, core.clock_ms);
                     self.policy
                         .on_wake(owner, task.metadata(), clock, &p.metrics, site, busy)
                 } else {
@@ -565,7 +565,7 @@ impl Shared {
                 };
                 match core.queue.swap_runnext(task) {
                     Some(old) => {
-                        let (owner, clock) = (&mut core.place, core.clock_ms);
+                        let (owner, clock) = (&mut core.policy_state, core.clock_ms);
                         match self
                             .policy
                             .displaced(owner, &p.hints, old, bits, clock, &p.metrics)
@@ -768,8 +768,13 @@ impl Shared {
     #[inline]
     pub(crate) fn shareable(&self, core: &Core, next: usize) -> bool {
         let p = &self.procs[core.index];
-        self.policy
-            .shareable(&core.place, &p.hints, &p.metrics, core.queue.len(), next)
+        self.policy.shareable(
+            &core.policy_state,
+            &p.hints,
+            &p.metrics,
+            core.queue.len(),
+            next,
+        )
     }
 
     /// Whether any queue a parking M could take from holds work.

@@ -2,11 +2,11 @@
 //!
 //! The loop (docs/architecture.md, "The scheduling loop"):
 //! 1. every `global_queue_interval`-th tick: this M's pinned tasks (one),
-//!    then a batch from the P's inbox or the node queue, for fairness;
+//!    then a take from the P's inbox or the node queue, for fairness;
 //! 2. every `event_interval`-th tick: poll the P's driver without blocking;
 //! 3. `runnext` (at most `MAX_LIFO_POLLS` in a row), the batch queue (at most
 //!    `MAX_BATCH_RUN` in a row), then the local ring;
-//! 4. pinned tasks, the inbox, a batch from the node queue;
+//! 4. pinned tasks, the inbox, a take from the node queue;
 //! 5. the driver without blocking;
 //! 6. steal (if spinning is allowed): same-node P's, then remote node
 //!    queues, then remote P's;
@@ -188,7 +188,7 @@ impl Worker {
         p.current_site.store(meta.site_bits(), Relaxed);
         self.shared
             .policy
-            .begin_poll(&mut core.place, &p.running_batch, meta, bits);
+            .begin_poll(&mut core.policy_state, &p.running_batch, meta, bits);
         p.in_task.store(true, Relaxed);
         // SAFETY: this thread is the M owning the seat.
         unsafe { self.machine.seat.enter_poll(core) };
@@ -220,7 +220,7 @@ impl Worker {
         let busy = || self.shared.busy_time();
         self.shared
             .policy
-            .end_poll(&core.place, bits, &p.metrics, busy);
+            .end_poll(&core.policy_state, bits, &p.metrics, busy);
         Some(core)
     }
 
@@ -352,11 +352,15 @@ impl Worker {
         }
         let idle_p = shared.idle.node_npidle_hint(core.node) != 0;
         let inject = &shared.nodes[core.node].inject;
-        let Core { place, queue, .. } = &mut *core;
+        let Core {
+            policy_state,
+            queue,
+            ..
+        } = &mut *core;
         let to_ring = |t| queue.push_back(t, inject);
         if shared
             .policy
-            .on_tick(place, &p.hints, idle_p, &p.metrics, to_ring)
+            .on_tick(policy_state, &p.hints, idle_p, &p.metrics, to_ring)
         {
             shared.wake_idle_p(core.node);
         }
@@ -377,12 +381,16 @@ impl Worker {
             }
         }
         let policy = &self.shared.policy;
-        if core.place.has_work() {
+        if core.policy_state.has_work() {
             let inject = &self.shared.nodes[core.node].inject;
             let ring_empty = core.queue.ring_is_empty();
-            let Core { place, queue, .. } = &mut *core;
+            let Core {
+                policy_state,
+                queue,
+                ..
+            } = &mut *core;
             let to_ring = |t| queue.push_back(t, inject);
-            match policy.owner_next(place, &p.hints, ring_empty, m, to_ring) {
+            match policy.owner_next(policy_state, &p.hints, ring_empty, m, to_ring) {
                 Next::Run(t) => {
                     core.lifo_polls = 0;
                     core.tick = core.tick.wrapping_add(1);
@@ -399,7 +407,7 @@ impl Worker {
                 m.runnext_polls.incr();
             } else {
                 core.lifo_polls = 0;
-                policy.ring_ran(&mut core.place);
+                policy.ring_ran(&mut core.policy_state);
                 core.tick = core.tick.wrapping_add(1);
             }
             return Some(t);
@@ -534,11 +542,11 @@ impl Worker {
         let max = room.clamp(1, crate::queue::CAPACITY / 2);
         let mut grab = std::mem::take(&mut core.grab);
         if !p.inbox.is_empty() {
-            p.inbox.pop_batch(max, &mut grab);
+            p.inbox.take(max, &mut grab);
         } else if !node.inject.is_empty() {
             let len = node.inject.len();
             let n = (len / node.procs.len().max(1) + 1).min(len).min(max);
-            node.inject.pop_batch(n, &mut grab);
+            node.inject.take(n, &mut grab);
         }
         // Oldest first: run the first, queue the rest in order.
         let mut tasks = grab.drain(..);

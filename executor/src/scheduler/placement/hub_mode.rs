@@ -146,7 +146,7 @@ pub(crate) const SITE_MEMORY_MS: u32 = 6 * HOLD_MAX_MS;
 /// Where a hub's poll ended: readers of the clock (ms since
 /// `task::epoch`) and of the busy time (ns) of every P so far, called
 /// only for the followed hub's polls. The clock is read, not taken from the
-/// P's batch clock: a P that runs long polls advances that clock only
+/// P's stretch clock: a P that runs long polls advances that clock only
 /// every `event_interval` polls (tens of ms), and P's disagree.
 pub(crate) struct At<N: Fn() -> u32, F: Fn() -> u64> {
     pub(crate) now_ms: N,
