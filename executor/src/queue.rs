@@ -293,18 +293,18 @@ impl<T: RawTask> Local<T> {
         take_runnext: bool,
         wait: impl Fn(),
     ) -> Option<(T, usize)> {
-        self.steal_from_keeping(src, 0, take_runnext, wait)
+        self.steal_sparing(src, 0, take_runnext, wait)
     }
 
     /// Steals as `steal_from` (a test helper) does, leaving the victim at
-    /// least `keep` of its ring's tasks (the ones its own M reaches soon):
-    /// it takes half the ring or what lies beyond `keep`, whichever is
-    /// less, and nothing — not even `runnext` — from a ring of `keep` tasks
-    /// or fewer that is not empty.
-    pub(crate) fn steal_from_keeping(
+    /// its `reserve`, that many of its ring's tasks (the ones its own M
+    /// reaches soon): it takes half the ring or what lies beyond the
+    /// reserve, whichever is less, and nothing — not even `runnext` — from a
+    /// ring of `reserve` tasks or fewer that is not empty.
+    pub(crate) fn steal_sparing(
         &mut self,
         src: &Steal<T>,
-        keep: u32,
+        reserve: u32,
         take_runnext: bool,
         wait: impl Fn(),
     ) -> Option<(T, usize)> {
@@ -325,7 +325,7 @@ impl<T: RawTask> Local<T> {
                 // Read head and tail at different times: inconsistent, retry.
                 continue;
             }
-            let n = (avail - avail / 2).min(avail.saturating_sub(keep));
+            let n = (avail - avail / 2).min(avail.saturating_sub(reserve));
             if n == 0 && avail != 0 {
                 return None;
             }

@@ -564,21 +564,22 @@ fn check_stalls(
 }
 
 /// Polls this long on average get a P's queue offered: five times the
-/// placement policy's keep window (`placement::KEEP_NS`). Between the two,
+/// placement policy's reserve window (`placement::RESERVE_NS`). Between the two,
 /// the P's mean poll time catches up by itself within `event_interval`
-/// polls and its keep shrinks; beyond, that wait grows to many
-/// milliseconds. Closer to the keep window, a fan-in's long polls before
+/// polls and its reserve shrinks; beyond, that wait grows to many
+/// milliseconds. Closer to the reserve window, a fan-in's long polls before
 /// its hub was measured were offered and its batch spread.
-const OFFER_POLL: Duration = Duration::from_nanos(5 * crate::scheduler::placement::KEEP_NS);
+const OFFER_POLL: Duration = Duration::from_nanos(5 * crate::scheduler::placement::RESERVE_NS);
 
 /// How soon the next round comes while a P seen in one poll at the last
-/// round is still in it and keeps queued tasks from an idle P: about how
+/// round is still in it and reserves queued tasks from an idle P: about how
 /// long tasks queued behind a long poll wait before they are offered
 /// (two and a half [`OFFER_POLL`]s; a round costs the monitor thread a few
 /// µs).
-const OFFER_ROUND: Duration = Duration::from_nanos(25 * crate::scheduler::placement::KEEP_NS / 2);
+const OFFER_ROUND: Duration =
+    Duration::from_nanos(25 * crate::scheduler::placement::RESERVE_NS / 2);
 
-/// Whether P `p`, in a poll, keeps queued tasks from an idle P: tasks in
+/// Whether P `p`, in a poll, reserves queued tasks from an idle P: tasks in
 /// its ring (a task alone in `runnext` is taken by a thief's last pass
 /// after Go's grace, and ping-pong pairs keep one there nearly always),
 /// a P idle, and the running task not a member of a batch held (or
@@ -613,7 +614,7 @@ fn long_polls(last: (u64, u64, Instant), now: (u64, u64, Instant)) -> Option<boo
 /// it and went to sleep. Marks the poll in progress (number `polls`) for
 /// thieves (`Policy::mark_long`) and wakes an idle P, which now
 /// takes half the ring. Go and tokio steal any queue and need no such
-/// step; it is what keeping a short queue for its owner costs to do
+/// step; it is what reserving a short queue for its owner costs to do
 /// safely. No clock is read per poll: a TSC stamp at each poll's start and
 /// end slowed the shortest polls (ping_pong) measurably.
 fn offer_queue(shared: &Shared, i: usize, polls: u64) {

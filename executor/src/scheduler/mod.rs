@@ -764,7 +764,7 @@ impl Shared {
     }
 
     /// Whether P `p`'s core (`core`) holds work a thief woken now could take
-    /// (the policy's keep; `next`: tasks this M runs first).
+    /// (beyond the policy's reserve; `next`: tasks this M runs first).
     #[inline]
     pub(crate) fn shareable(&self, core: &Core, next: usize) -> bool {
         let p = &self.procs[core.index];
@@ -795,14 +795,14 @@ impl Shared {
             return false;
         }
         // What `Worker::steal` may take, in its order: this node's rings, and
-        // only if none of them holds even kept work, saturated nodes' queues.
+        // only if none of them holds even owner-only work, saturated nodes' queues.
         let look = |n: &Node| {
             let mut seen = Look::Nothing;
             for q in &self.procs[n.procs.clone()] {
                 match self.steal_look(q, false) {
                     _ if q.index == me => {}
                     l if l.stealable() => return l,
-                    Look::Kept => seen = Look::Kept,
+                    Look::OwnerOnly => seen = Look::OwnerOnly,
                     _ => {}
                 }
             }
@@ -810,7 +810,7 @@ impl Shared {
         };
         match look(&self.nodes[p.node]) {
             l if l.stealable() => return true,
-            Look::Kept => return false,
+            Look::OwnerOnly => return false,
             _ => {}
         }
         self.nodes.iter().enumerate().any(|(k, n)| {

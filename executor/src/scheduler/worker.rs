@@ -83,9 +83,10 @@ enum Pass {
 
 /// What [`Worker::steal_passes`] found when it took nothing.
 struct Empty {
-    /// Some victim held work the policy keeps for its own M: the node is
+    /// Some victim held owner-only work (a kept batch, or a ring within its
+    /// reserve): the node is
     /// not out of work, only out of work worth moving (see [`Worker::steal`]).
-    kept: bool,
+    owner_only: bool,
 }
 
 /// What a retired P's M does next (`Worker::retired_round`).
@@ -584,8 +585,8 @@ impl Worker {
         core.driver = Some(driver);
         // The driver queued what it woke here without waking anybody (see
         // `Shared::schedule`). This M runs the next task itself; only if more
-        // are queued than this M keeps for itself is a spinner worth a
-        // wake-up (tokio's rule, bounded by the keep rule; Go's `startIdle`
+        // are queued than this M reserves for itself is a spinner worth a
+        // wake-up (tokio's rule, bounded by the keep rule's reserve; Go's `startIdle`
         // wakes one M per extra goroutine).
         if core.queue.len() > 1 && self.shared.shareable(&core, 1) {
             self.shared.wake_idle_p_hint(core.node);
@@ -618,16 +619,16 @@ impl Worker {
                 m.local_steals.incr();
                 return Ok(t);
             }
-            // This node still has work its own M's keep (a kept batch): it
+            // This node still has owner-only work (a kept batch, a reserve): it
             // is not out of work, and a steal across nodes moves a task
             // further than the local steal the policy just refused. Issue 4's order
             // ("a P of another node takes it only when the thief's own node has
-            // nothing to run") holds for kept work as for stealable work.
-            Err(e @ Empty { kept: true }) => return Err(e),
-            Err(Empty { kept: false }) => {}
+            // nothing to run") holds for owner-only work as for stealable work.
+            Err(e @ Empty { owner_only: true }) => return Err(e),
+            Err(Empty { owner_only: false }) => {}
         }
         if node.remote_order.is_empty() {
-            return Err(Empty { kept: false });
+            return Err(Empty { owner_only: false });
         }
         // Other nodes only where nobody of their own can take the work: no
         // idle P, no spinning M (docs/architecture.md, "Per node").
@@ -653,12 +654,12 @@ impl Worker {
                 return Ok(t);
             }
         }
-        Err(Empty { kept: false })
+        Err(Empty { owner_only: false })
     }
 
     /// Runs up to [`STEAL_PASSES`] passes over `victims`, `runnext` on the
     /// last only. A pass that saw nothing a thief may take (every ring empty,
-    /// no `runnext`, or only work the policy keeps) ends the search: more
+    /// no `runnext`, or only owner-only work) ends the search: more
     /// passes a few hundred nanoseconds later would look at the same
     /// queues, and work that arrives afterwards is found by the park
     /// re-check (the barrier). A pass that saw only `runnext` tasks skips
@@ -670,27 +671,27 @@ impl Worker {
         victims: std::ops::Range<usize>,
     ) -> Result<(Runnable, usize), Empty> {
         let mut pass = 0;
-        let mut kept = false;
+        let mut owner_only = false;
         while pass < STEAL_PASSES {
             let last = pass + 1 == STEAL_PASSES;
-            match self.steal_pass(core, victims.clone(), last, &mut kept) {
+            match self.steal_pass(core, victims.clone(), last, &mut owner_only) {
                 Pass::Found(t, n) => return Ok((t, n)),
                 Pass::Nothing => break,
                 Pass::OnlyRunnext if !last => pass = STEAL_PASSES - 1,
                 Pass::OnlyRunnext | Pass::Missed => pass += 1,
             }
         }
-        Err(Empty { kept })
+        Err(Empty { owner_only })
     }
 
-    /// One pass; sets `kept` when a victim held only work the policy keeps
-    /// for its own M (a kept batch's).
+    /// One pass; sets `owner_only` when a victim held only owner-only work
+    /// (a kept batch's, or a ring within its reserve).
     fn steal_pass(
         &self,
         core: &mut Core,
         victims: std::ops::Range<usize>,
         last: bool,
-        kept: &mut bool,
+        owner_only: &mut bool,
     ) -> Pass {
         let n = victims.len();
         if n == 0 {
@@ -708,10 +709,10 @@ impl Worker {
             // have nothing). A victim holding only a batch queue is asked
             // to split it; its split wakes an idle P, so parking loses
             // nothing.
-            let keep = match self.shared.steal_look(victim, true) {
+            let reserve = match self.shared.steal_look(victim, true) {
                 Look::Nothing => continue,
-                Look::Kept => {
-                    *kept = true;
+                Look::OwnerOnly => {
+                    *owner_only = true;
                     continue;
                 }
                 Look::Runnext => {
@@ -722,9 +723,9 @@ impl Worker {
                     }
                     0
                 }
-                Look::Stealable { keep } => {
+                Look::Stealable { reserve } => {
                     rings = true;
-                    keep
+                    reserve
                 }
             };
             let wait = || {
@@ -735,10 +736,7 @@ impl Worker {
                     }
                 }
             };
-            if let Some((t, n)) = core
-                .queue
-                .steal_from_keeping(&victim.steal, keep, last, wait)
-            {
+            if let Some((t, n)) = core.queue.steal_sparing(&victim.steal, reserve, last, wait) {
                 return Pass::Found(t, n);
             }
         }
