@@ -114,7 +114,7 @@ pub(crate) struct ProcCounters {
     pub(crate) batch_polls: Counter,
     /// Times the owner split its batch queue into the ring for a thief.
     pub(crate) batch_splits: Counter,
-    /// Polls that woke `placement::HUB_WAKES` or more different tasks.
+    /// Polls that woke `tuning::HUB_WAKES` or more different tasks.
     pub(crate) batch_hub_polls: Counter,
     /// Measurements a hub's poll on this P ended in "kept" (`hub_mode`).
     pub(crate) batch_keeps: Counter,

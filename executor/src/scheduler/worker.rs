@@ -24,11 +24,12 @@ use super::placement::{Look, Next};
 use super::processor::{Core, Processor};
 use super::{BoxCore, Shared};
 use crate::task::Runnable;
+use crate::tuning::{MAX_LIFO_POLLS, QUIET_POLLS, REMOTE_GRACE, RUNNEXT_GRACE, STEAL_PASSES};
 use numa_rt_reactor::coop;
 use std::cell::Cell;
 use std::sync::atomic::{fence, Ordering::*};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// The state of an M's thread. Lives on the M's stack for its whole life.
 pub(crate) struct Worker {
@@ -40,33 +41,6 @@ pub(crate) struct Worker {
     /// Set while the P's driver fires wakers: those wakes are queued FIFO.
     pub(crate) in_driver: Cell<bool>,
 }
-
-/// Empty pre-park polls after which the node's watcher starts skipping
-/// them, and how many it skips between two it still makes (step 5 of
-/// `find_runnable`): at light load each is an empty `epoll_wait` per
-/// request that the watcher's park repeats anyway.
-const QUIET_POLLS: u8 = 8;
-
-/// Consecutive `runnext` polls allowed before the ring gets a turn (tokio's
-/// figure). A task run from `runnext` inherits the tick (Go's inheritTime),
-/// so without this cap two tasks waking each other would starve the queue.
-const MAX_LIFO_POLLS: u32 = 3;
-
-/// Passes over the victims when stealing (Go's `stealTries`).
-const STEAL_PASSES: usize = 4;
-
-/// How long a thief lets a running victim's `runnext` sit before taking it:
-/// Go's 3 µs ("a sync chan send/recv takes ~50ns, so 3us gives ~50x overshoot").
-const RUNNEXT_GRACE: Duration = Duration::from_micros(3);
-
-/// How long a node's queue must go unserved before an M of another node
-/// takes from it (every P of the node is then inside a task, see
-/// `Shared::saturated`): a task that has just woken its awaiter and is
-/// about to return still counts as running, and the awaiter's next
-/// `spawn_on` to that node must not go to a remote spinner in that moment.
-/// ~30x Go's runnext grace: long enough for the node's own M, short next
-/// to the CPU a starved node wastes.
-const REMOTE_GRACE: Duration = Duration::from_micros(100);
 
 /// What one steal pass over a node's P's found.
 enum Pass {

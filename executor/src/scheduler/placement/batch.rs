@@ -20,9 +20,10 @@
 //! spawned from another starts in no batch (an accept loop would otherwise
 //! gather every connection into one), unless `spawn_near` puts it in one.
 
-use super::{Owner, BATCH_IDLE_MS, HUB_WAKES};
+use super::Owner;
 use crate::counters::ProcCounters;
 use crate::task::{batch_id_for, BatchId, TaskMeta, BATCH_BITS, BATCH_MASK, BATCH_SHIFT};
+use crate::tuning::{BATCH_IDLE_MS, HUB_WAKES};
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 /// Counts a wake of `wakee` by the poll in progress on `core` unless it is

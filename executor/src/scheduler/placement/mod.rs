@@ -70,48 +70,8 @@ use crate::task::{Runnable, TaskMeta};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 
-// The policy's tuning constants, all here (the mechanism's are at the top
-// of worker.rs; derived ones in hub_mode.rs). The figures behind them are
-// in docs/performance.md, "Placement rules".
-
-/// The reserve of a running P for its own M, in time: the tasks it reaches
-/// within this long at its mean poll time (about four HTTP polls), for
-/// which waking another P costs more than it saves.
-pub(crate) const RESERVE_NS: u64 = 20_000;
-
-/// The least time a queued task is taken to cost in [`RESERVE_NS`]'s count (a
-/// fresh P's mean poll time is 0, and a queue of tiny tasks still costs its
-/// dispatch).
-const MIN_TASK_NS: u64 = 250;
-
-/// Most tasks a batch queue holds; beyond it displaced members go to the
-/// ring, stealable (a 64-producer fan-in needs 63).
-const BATCH_QUEUE_CAP: usize = 1024;
-
-/// Batch-queue polls before the ring gets a turn: a batch whose members
-/// keep waking each other must not starve the P's other tasks.
-const MAX_BATCH_RUN: u32 = 16;
-
-/// A task whose last poll began longer ago than this (ms) has left its
-/// batch: long next to a message round trip (µs), short next to a program
-/// phase. Also how long a hub mark and a first keep/spread decision last.
-pub(crate) const BATCH_IDLE_MS: u32 = 100;
-
-/// A poll that has woken this many different tasks is a hub's (a fan-in's
-/// consumer waking its blocked producers); a pipeline's stage wakes only
-/// its two neighbours, however often they block again during its poll.
-pub(crate) const HUB_WAKES: u32 = 3;
-
-/// Length of a hub batch's kept measurement (ms), after a warm-up of half
-/// that: long enough for many hub wakes, short enough that a fan-in whose
-/// producers compute runs serialized for little of its time.
-pub(crate) const MEASURE_MS: u32 = 4;
-
-/// The most busy time per hub wake (ns) at which a measured batch stays
-/// kept: below it, its members hand values over faster one after another
-/// on one P than across cores (a spread fan-in costs microseconds per value
-/// in contention on many cores, whatever its producers do).
-pub(crate) const KEEP_WORK_NS: u64 = 100_000;
+// The policy's tuning constants are in crate::tuning with the others.
+use crate::tuning::{BATCH_QUEUE_CAP, MAX_BATCH_RUN, MIN_TASK_NS, RESERVE_NS};
 
 /// What a thief may take from a victim ([`Policy::look`]).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -300,7 +260,7 @@ impl Policy {
         bits
     }
 
-    /// A poll has just woken its [`HUB_WAKES`]th different task:
+    /// A poll has just woken its [`HUB_WAKES`](crate::tuning::HUB_WAKES)th different task:
     /// count it and mark its batch a hub's. Cold: once per hub poll.
     #[cold]
     #[inline(never)]
