@@ -11,7 +11,8 @@
 #    must be true: the renamed path (`numa_rt::…`, `numa_rt_util::…`) must not
 #    resolve.
 #
-# It writes one small crate into target/docs-check/, one module per path,
+# It writes one small crate into target/docs-check/ (numa_rt with every
+# feature, and numa_rt_util), one module per path,
 # with the workspace's Cargo.lock and target dir (so nothing new is
 # downloaded and the workspace's dependencies are reused), runs `cargo
 # check` on it and reads the errors back to the doc lines. Names after the
@@ -65,6 +66,9 @@ awk -F'\t' '
     printf "mod m%d { %s } // %s %s %s\n", NR, body, $1, $2, $3
   }' "$list" >"$crate/src/lib.rs"
 
+# Every feature of numa_rt but `default`, so that a path behind one resolves.
+features=$(awk '/^\[features\]/ { f = 1; next } /^\[/ { f = 0 }
+  f && /^[A-Za-z0-9_-]+ *=/ { sub(/ *=.*/, ""); if ($0 != "default") printf "%s\"%s\"", (n++ ? ", " : ""), $0 }' Cargo.toml)
 cat >"$crate/Cargo.toml" <<EOF
 [package]
 name = "numa_rt_docs_check"
@@ -76,7 +80,7 @@ publish = false
 path = "src/lib.rs"
 
 [dependencies]
-numa_rt = { path = "$root", features = ["hyper", "tokio-compat", "tracing"] }
+numa_rt = { path = "$root", features = [$features] }
 numa_rt_util = { path = "$root/util" }
 
 [workspace]
