@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
-# Checks that the user docs name only APIs that exist, and call missing only
-# what is missing.
+# Checks that the user docs link only to what is there, name only APIs that
+# exist, and call missing only what is missing.
 #
+# 0. Every relative link in README.md and docs/ (the notes too) reaches a
+#    file, and its `#anchor` a heading of that file (GitHub's anchors: lower
+#    case; ASCII letters, digits, `-` and `_` kept; spaces as `-`).
 # 1. Every `numa_rt::…` and `numa_rt_util::…` path written in README.md or
 #    docs/guide.md (in prose, tables or code) must resolve: an item, module,
 #    macro or `{group}`/`*` import is `use`d; a `Type::method` (or an
 #    associated constant) is named as a value in a function.
-# 2. A line that says something is "not provided" (or "is missing", "are
-#    missing", "does not exist") about a `tokio::…` or `tokio_util::…` path
-#    must be true: the renamed path (`numa_rt::…`, `numa_rt_util::…`) must not
-#    resolve.
+# 2. A line there that says something is "not provided" (or "is missing",
+#    "are missing", "does not exist") about a `tokio::…` or `tokio_util::…`
+#    path must be true: the renamed path (`numa_rt::…`, `numa_rt_util::…`)
+#    must not resolve.
 #
-# It writes one small crate into target/docs-check/ (numa_rt with every
-# feature, and numa_rt_util), one module per path,
-# with the workspace's Cargo.lock and target dir (so nothing new is
-# downloaded and the workspace's dependencies are reused), runs `cargo
-# check` on it and reads the errors back to the doc lines. Names after the
-# word "target" (tracing targets such as `numa_rt::sysmon`) are not paths.
+# For 1 and 2 it writes one small crate into target/docs-check/ (numa_rt
+# with every feature, and numa_rt_util), one module per path, with the
+# workspace's Cargo.lock and target dir (so nothing new is downloaded and
+# the workspace's dependencies are reused), runs `cargo check` on it and
+# reads the errors back to the doc lines. Names after the word "target"
+# (tracing targets such as `numa_rt::sysmon`) are not paths.
 # Run from anywhere: `bash .ci/check-docs.sh`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +28,35 @@ docs=(README.md docs/guide.md)
 crate=target/docs-check
 mkdir -p "$crate/src"
 
-# One path (optionally with `{a, b}`, `*` or a macro's `!`) per match.
+# 0. Links.
+slugs() {
+  awk '/^#+ / { sub(/^#+ +/, ""); s = tolower($0); gsub(/[^a-z0-9 _-]/, "", s); gsub(/ /, "-", s); print s }' "$1"
+}
+links_bad=0
+for f in README.md docs/*.md docs/notes/*.md; do
+  dir=$(dirname "$f")
+  while IFS=: read -r line target; do
+    case $target in http://* | https://* | mailto:*) continue ;; esac
+    path=${target%%#*}
+    anchor=
+    case $target in *#*) anchor=${target#*#} ;; esac
+    file=$f
+    [ -n "$path" ] && file=$dir/$path
+    if [ ! -e "$file" ]; then
+      echo "$f:$line: the link to $target reaches no file ($file)"
+      links_bad=1
+    elif [ -n "$anchor" ] && ! slugs "$file" | grep -qxF -- "$anchor"; then
+      echo "$f:$line: the link to $target names no heading of $file"
+      links_bad=1
+    fi
+  done < <({ grep -noE '\]\([^) ]+\)' "$f" || true; } | sed -E 's/^([0-9]+):\]\((.*)\)$/\1:\2/')
+done
+if [ "$links_bad" != 0 ]; then
+  echo "check-docs: broken links (above)" >&2
+  exit 1
+fi
+
+# 1 and 2. One path (optionally with `{a, b}`, `*` or a macro's `!`) per match.
 path_re='(numa_rt|numa_rt_util|tokio|tokio_util)(::[A-Za-z_][A-Za-z0-9_]*)*(::\{[A-Za-z0-9_, ]*\}|::\*)?!?'
 claim_re='not provided|not yet provided|is missing|are missing|does not exist'
 
