@@ -12,7 +12,7 @@
 //! `--once` starts the server on a free port, makes some load, scrapes
 //! `/metrics` once over a plain socket, prints what it got and exits.
 //!
-//! What to watch (the README's "Metrics" section says more):
+//! What to watch (docs/guide.md's "Metrics" section says more):
 //! - `rate(numa_rt_proc_busy_seconds_total[1m])`: each P's busy ratio. P's
 //!   near 1 all the time: the runtime needs more processors; all far below
 //!   1 at peak: `max_procs` can shrink.

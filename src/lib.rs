@@ -37,7 +37,7 @@
 //! Features: `hyper` (the hyper 1.x adapter, `numa_rt::hyper`);
 //! `tokio-compat` (`Builder::enable_tokio_compat`: tokio-bound crates such as
 //! reqwest or `tokio::time` work inside tasks, served by a one-thread tokio
-//! runtime; see the README's "Porting from tokio", crates bound to tokio's runtime).
+//! runtime; see docs/guide.md, "Running tokio-bound crates").
 
 #![warn(missing_docs)]
 

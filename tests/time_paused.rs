@@ -282,7 +282,7 @@ fn assert_send<F: Future + Send>(f: F) -> F {
     f
 }
 
-/// The README's example ("Testing timer code in paused time").
+/// docs/guide.md's example ("Testing timer code in paused time").
 #[numa_rt::test(start_paused = true, max_procs = 2)]
 async fn retries_back_off() {
     let start = numa_rt::time::now();

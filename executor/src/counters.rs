@@ -3,12 +3,12 @@
 //! Counters are written by the M holding a P (single writer: a Relaxed load
 //! and store, no read-modify-write on the hot path) and read by anyone.
 //!
-//! Time is measured in batches, as tokio does: the M reads the clock when it
-//! runs a task after a search for work (a batch begins), every
+//! Time is measured in busy stretches, as tokio does: the M reads the clock
+//! when it runs a task after a search for work (a stretch begins), every
 //! `event_interval` ticks while it keeps running, and when its queues run
-//! dry (the batch ends: searching, stealing and parking are not busy) —
+//! dry (the stretch ends: searching, stealing and parking are not busy) —
 //! not per poll. Each reading adds the time since the last
-//! one to `busy_ns` and folds the batch's mean poll time into
+//! one to `busy_ns` and folds the stretch's mean poll time into
 //! `poll_time_ewma_ns`. Only the optional poll-time histogram reads the
 //! clock around every poll.
 
@@ -114,7 +114,7 @@ pub(crate) struct ProcCounters {
     pub(crate) batch_polls: Counter,
     /// Times the owner split its batch queue into the ring for a thief.
     pub(crate) batch_splits: Counter,
-    /// Polls that woke `placement::HUB_WAKES` or more different tasks.
+    /// Polls that woke `tuning::HUB_WAKES` or more different tasks.
     pub(crate) batch_hub_polls: Counter,
     /// Measurements a hub's poll on this P ended in "kept" (`hub_mode`).
     pub(crate) batch_keeps: Counter,

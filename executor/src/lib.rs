@@ -46,6 +46,7 @@ mod sysmon;
 pub mod task;
 #[cfg(feature = "tokio-compat")]
 mod tokio_compat;
+mod tuning;
 
 pub use blocking::{block_in_place, resolve_names_on_blocking_pool};
 pub use builder::{Builder, MAXPROCS_ENV};

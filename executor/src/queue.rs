@@ -116,8 +116,8 @@ pub(crate) fn new<T: RawTask>() -> (Local<T>, Steal<T>) {
 
 /// Where a `push_back` that found the ring full sends half of it.
 pub(crate) trait Overflow<T> {
-    /// Takes `batch` (half the ring, oldest first, then the new task) in one go.
-    fn push_batch(&self, batch: Vec<T>);
+    /// Takes `tasks` (half the ring, oldest first, then the new task) in one go.
+    fn push_many(&self, tasks: Vec<T>);
 }
 
 impl Inner {
@@ -219,7 +219,7 @@ impl<T: RawTask> Local<T> {
     }
 
     /// Puts `task` at the tail; when the ring is full, half of it plus `task`
-    /// go to `overflow` in one batch (Go's `runqputslow`).
+    /// go to `overflow` in one go (Go's `runqputslow`).
     pub(crate) fn push_back(&mut self, task: T, overflow: &impl Overflow<T>) {
         let mut task = task;
         loop {
@@ -243,12 +243,12 @@ impl<T: RawTask> Local<T> {
 
     fn push_overflow(&mut self, task: T, h: u32, overflow: &impl Overflow<T>) -> Result<(), T> {
         let n = (CAPACITY / 2) as u32;
-        let mut batch: Vec<NonNull<()>> = Vec::with_capacity(n as usize + 1);
+        let mut half: Vec<NonNull<()>> = Vec::with_capacity(n as usize + 1);
         for i in 0..n {
             let p = self.inner.buf[(h.wrapping_add(i) & MASK) as usize].load(Relaxed);
-            batch.push(NonNull::new(p).expect("queue slot below tail is never null"));
+            half.push(NonNull::new(p).expect("queue slot below tail is never null"));
         }
-        // Claim the batch; AcqRel as any consumer (see the module invariants).
+        // Claim the half; AcqRel as any consumer (see the module invariants).
         if self
             .inner
             .head
@@ -259,9 +259,9 @@ impl<T: RawTask> Local<T> {
         }
         let mut tasks: Vec<T> = Vec::with_capacity(n as usize + 1);
         // SAFETY: the CAS gave us ownership of exactly these pointers.
-        tasks.extend(batch.into_iter().map(|p| unsafe { T::from_raw(p) }));
+        tasks.extend(half.into_iter().map(|p| unsafe { T::from_raw(p) }));
         tasks.push(task);
-        overflow.push_batch(tasks);
+        overflow.push_many(tasks);
         Ok(())
     }
 
@@ -293,18 +293,18 @@ impl<T: RawTask> Local<T> {
         take_runnext: bool,
         wait: impl Fn(),
     ) -> Option<(T, usize)> {
-        self.steal_from_keeping(src, 0, take_runnext, wait)
+        self.steal_sparing(src, 0, take_runnext, wait)
     }
 
     /// Steals as `steal_from` (a test helper) does, leaving the victim at
-    /// least `keep` of its ring's tasks (the ones its own M reaches soon):
-    /// it takes half the ring or what lies beyond `keep`, whichever is
-    /// less, and nothing — not even `runnext` — from a ring of `keep` tasks
-    /// or fewer that is not empty.
-    pub(crate) fn steal_from_keeping(
+    /// its `reserve`, that many of its ring's tasks (the ones its own M
+    /// reaches soon): it takes half the ring or what lies beyond the
+    /// reserve, whichever is less, and nothing — not even `runnext` — from a
+    /// ring of `reserve` tasks or fewer that is not empty.
+    pub(crate) fn steal_sparing(
         &mut self,
         src: &Steal<T>,
-        keep: u32,
+        reserve: u32,
         take_runnext: bool,
         wait: impl Fn(),
     ) -> Option<(T, usize)> {
@@ -325,7 +325,7 @@ impl<T: RawTask> Local<T> {
                 // Read head and tail at different times: inconsistent, retry.
                 continue;
             }
-            let n = (avail - avail / 2).min(avail.saturating_sub(keep));
+            let n = (avail - avail / 2).min(avail.saturating_sub(reserve));
             if n == 0 && avail != 0 {
                 return None;
             }

@@ -81,24 +81,15 @@ use crate::metrics::RuntimeMetrics;
 use crate::scheduler::placement::hub_mode::Mode;
 use crate::scheduler::{lifecycle, Shared};
 use crate::task::{TaskDump, TaskInfo, TaskState};
+use crate::tuning::{
+    DEADLOCK_GRACE, OFFER_POLL, OFFER_ROUND, PAUSED_RECHECK, QUOTA_REREAD, STARVED_RUN_SHARE,
+    STARVE_WINDOW,
+};
 use numa_rt_numa::sys::SchedStatFile;
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
-
-/// How long everything must stay asleep before the deadlock diagnostic
-/// speaks: long enough for a foreign thread's usual reply (a test's 200 ms
-/// sender), short enough to be seen by someone waiting at a terminal.
-const DEADLOCK_GRACE: Duration = Duration::from_secs(1);
-
-/// How often sysmon looks again while a paused clock has pending timers: the
-/// latency of one auto-advance step (after a step, the woken M's kick the
-/// monitor; this bounds the wait when nothing kicks it).
-const PAUSED_RECHECK: Duration = Duration::from_millis(1);
-
-/// How often the CPU quota is re-read (Go re-reads it about once a second).
-const QUOTA_REREAD: Duration = Duration::from_secs(1);
 
 /// The executor's half of the monitor thread.
 pub(crate) struct Sysmon {
@@ -169,18 +160,6 @@ struct Base {
     waiting: Duration,
     cpu: Duration,
 }
-
-/// How soon [`judge_stall`] looks again at a thread it could not judge (it
-/// was waiting for a CPU, whose wait `schedstat` does not show yet), and
-/// the fallback's shortest window: shorter ones are a handful of scheduler
-/// ticks.
-const STARVE_WINDOW: Duration = Duration::from_millis(2);
-
-/// The fallback's (no `schedstat`): the share of the time since
-/// [`judge_stall`]'s first look below which a runnable M counts as starved
-/// of CPU rather than held by its task. A task that spins on a CPU it
-/// shares with one other busy thread runs ~50% of the time: still reported.
-const STARVED_RUN_SHARE: f64 = 0.2;
 
 /// What [`judge_stall`] found.
 #[derive(Debug, PartialEq, Eq)]
@@ -563,22 +542,7 @@ fn check_stalls(
     due
 }
 
-/// Polls this long on average get a P's queue offered: five times the
-/// placement policy's keep window (`placement::KEEP_NS`). Between the two,
-/// the P's mean poll time catches up by itself within `event_interval`
-/// polls and its keep shrinks; beyond, that wait grows to many
-/// milliseconds. Closer to the keep window, a fan-in's long polls before
-/// its hub was measured were offered and its batch spread.
-const OFFER_POLL: Duration = Duration::from_nanos(5 * crate::scheduler::placement::KEEP_NS);
-
-/// How soon the next round comes while a P seen in one poll at the last
-/// round is still in it and keeps queued tasks from an idle P: about how
-/// long tasks queued behind a long poll wait before they are offered
-/// (two and a half [`OFFER_POLL`]s; a round costs the monitor thread a few
-/// µs).
-const OFFER_ROUND: Duration = Duration::from_nanos(25 * crate::scheduler::placement::KEEP_NS / 2);
-
-/// Whether P `p`, in a poll, keeps queued tasks from an idle P: tasks in
+/// Whether P `p`, in a poll, reserves queued tasks from an idle P: tasks in
 /// its ring (a task alone in `runnext` is taken by a thief's last pass
 /// after Go's grace, and ping-pong pairs keep one there nearly always),
 /// a P idle, and the running task not a member of a batch held (or
@@ -613,7 +577,7 @@ fn long_polls(last: (u64, u64, Instant), now: (u64, u64, Instant)) -> Option<boo
 /// it and went to sleep. Marks the poll in progress (number `polls`) for
 /// thieves (`Policy::mark_long`) and wakes an idle P, which now
 /// takes half the ring. Go and tokio steal any queue and need no such
-/// step; it is what keeping a short queue for its owner costs to do
+/// step; it is what reserving a short queue for its owner costs to do
 /// safely. No clock is read per poll: a TSC stamp at each poll's start and
 /// end slowed the shortest polls (ping_pong) measurably.
 fn offer_queue(shared: &Shared, i: usize, polls: u64) {

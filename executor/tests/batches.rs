@@ -108,7 +108,10 @@ fn tasks_that_wake_each_other_end_up_in_one_batch() {
             // Decayed (the machine kept a worker off the CPU for over
             // 100 ms): nothing to check about the pair this time.
             (ra, rb) => {
-                eprintln!("a pair member's link decayed ({ra:?}, {rb:?}): batch checks skipped");
+                common::skip(
+                    "tasks_that_wake_each_other_end_up_in_one_batch",
+                    &format!("a pair member's link decayed ({ra:?}, {rb:?}): no batch checked"),
+                );
                 done_tx.send(()).unwrap();
                 a.await.unwrap();
                 drop(_hold);
@@ -486,5 +489,11 @@ fn a_kept_hub_sent_home_loses_nothing() {
     );
     if k > 0 && s == 0 {
         assert!(homes(&rt) > 0, "a kept fan-in's hub never went home");
+    } else {
+        // The values were checked; whether a hub goes home only while kept.
+        common::skip(
+            "a_kept_hub_sent_home_loses_nothing",
+            &format!("the fan-in was not kept alone (keeps {k}, spreads {s}): hub going home not checked"),
+        );
     }
 }

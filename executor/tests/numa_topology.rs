@@ -43,10 +43,7 @@ fn allowed() -> CpuSet {
 fn first_cpus(n: usize, test: &str) -> Option<Vec<usize>> {
     let cpus: Vec<usize> = allowed().iter().take(n).collect();
     if cpus.len() < n {
-        eprintln!(
-            "{test}: skipped, needs {n} allowed CPUs, have {}",
-            allowed()
-        );
+        common::skip(test, &format!("needs {n} allowed CPUs, have {}", allowed()));
         return None;
     }
     Some(cpus)
@@ -312,7 +309,10 @@ fn two_nodes_two_procs_each() {
 fn split_into_two_nodes() {
     let cpus = allowed();
     if cpus.len() < 2 {
-        eprintln!("split_into_two_nodes: skipped, needs 2 allowed CPUs, have {cpus}");
+        common::skip(
+            "split_into_two_nodes",
+            &format!("needs 2 allowed CPUs, have {cpus}"),
+        );
         return;
     }
     let t = Topology::split(2).expect("split(2) over >= 2 CPUs");

@@ -35,11 +35,11 @@ fn spin_until(flag: &AtomicBool) -> bool {
     true
 }
 
-fn retake_available(rt: &Runtime) -> bool {
+fn retake_available(rt: &Runtime, test: &str) -> bool {
     match rt.metrics().retake_unavailable() {
         None => true,
         Some(why) => {
-            eprintln!("retake is unavailable here ({why}); skipping");
+            common::skip(test, &format!("retake is unavailable here ({why})"));
             false
         }
     }
@@ -48,7 +48,10 @@ fn retake_available(rt: &Runtime) -> bool {
 #[test]
 fn a_task_queued_behind_a_stuck_poll_runs_before_it_returns() {
     let rt = rt(Some(Duration::from_millis(10)));
-    if !retake_available(&rt) {
+    if !retake_available(
+        &rt,
+        "a_task_queued_behind_a_stuck_poll_runs_before_it_returns",
+    ) {
         return;
     }
     let ran = rt.block_on(async {
@@ -73,7 +76,10 @@ fn a_task_queued_behind_a_stuck_poll_runs_before_it_returns() {
 #[test]
 fn a_pinned_task_of_the_stuck_thread_runs_later_on_that_thread() {
     let rt = rt(Some(Duration::from_millis(10)));
-    if !retake_available(&rt) {
+    if !retake_available(
+        &rt,
+        "a_pinned_task_of_the_stuck_thread_runs_later_on_that_thread",
+    ) {
         return;
     }
     let (pinned_tx, pinned_rx) = oneshot::channel();

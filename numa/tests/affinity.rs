@@ -5,6 +5,14 @@ use std::thread;
 
 use numa_rt_numa::{sys, CpuSet};
 
+/// Says that a check was skipped here, and why: libtest captures `eprintln!`
+/// and shows it only for a failed test, so this writes to the process's
+/// stderr itself, where `cargo test` shows it beside the test's `ok`.
+fn skip(test: &str, why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "skipped: {test}: {why}");
+}
+
 /// Runs `f` on a fresh thread and returns its result.
 fn on_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     thread::spawn(f).join().expect("test thread panicked")
@@ -55,9 +63,12 @@ fn set_thread_affinity_to_a_node_sized_set() {
     });
     assert_eq!(mask, sys::allowed_cpus().unwrap());
     if allowed.len() < 2 {
-        eprintln!(
-            "skipping the two-CPU subset check: only {} CPU allowed",
-            allowed.len()
+        skip(
+            "set_thread_affinity_to_a_node_sized_set",
+            &format!(
+                "the two-CPU subset check needs 2 CPUs, {} allowed",
+                allowed.len()
+            ),
         );
         return;
     }

@@ -8,9 +8,15 @@ use std::thread;
 use numa_rt_numa::sys::{self, MemoryPolicy};
 use numa_rt_numa::{NodeId, Topology};
 
-/// Prints why a check is skipped when the system refuses the call.
+/// Says why a check is skipped when the system refuses the call. libtest
+/// captures `eprintln!` and shows it only for a failed test, so this writes
+/// to the process's stderr itself, where `cargo test` shows it.
 fn refused(what: &str, err: &io::Error) {
-    eprintln!("skipping the check of {what}: the system refused it ({err})");
+    use std::io::Write;
+    let _ = writeln!(
+        io::stderr(),
+        "skipped: the check of {what}: the system refused it ({err})"
+    );
 }
 
 #[test]

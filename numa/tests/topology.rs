@@ -4,6 +4,14 @@
 
 use numa_rt_numa::{partition_procs, sys, CpuSet, NodeId, Topology, TopologyErrorKind};
 
+/// Says that a check was skipped here, and why: libtest captures `eprintln!`
+/// and shows it only for a failed test, so this writes to the process's
+/// stderr itself, where `cargo test` shows it beside the test's `ok`.
+fn skip(test: &str, why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "skipped: {test}: {why}");
+}
+
 fn allowed() -> CpuSet {
     sys::allowed_cpus().unwrap()
 }
@@ -41,9 +49,12 @@ fn discover_finds_allowed_cpus_in_nodes() {
 fn split_two_on_this_machine() {
     let allowed = allowed();
     if allowed.len() < 2 {
-        eprintln!(
-            "skipping: split(2) needs 2 CPUs, the process may use {}",
-            allowed.len()
+        skip(
+            "split_two_on_this_machine",
+            &format!(
+                "split(2) needs 2 CPUs, the process may use {}",
+                allowed.len()
+            ),
         );
         return;
     }
@@ -117,9 +128,9 @@ fn specs_against_the_real_mask() {
         assert_eq!(Topology::from_spec(&bad).unwrap_err().kind(), kind, "{bad}");
     }
     if cpus.len() < 2 {
-        eprintln!(
-            "skipping the two-node spec: only {} CPU allowed",
-            cpus.len()
+        skip(
+            "specs_against_the_real_mask",
+            &format!("the two-node spec needs 2 CPUs, {} allowed", cpus.len()),
         );
         return;
     }

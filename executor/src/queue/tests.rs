@@ -20,8 +20,8 @@ unsafe impl RawTask for T {
 #[derive(Default)]
 struct Sink(RefCell<Vec<usize>>);
 impl Overflow<T> for Sink {
-    fn push_batch(&self, batch: Vec<T>) {
-        self.0.borrow_mut().extend(batch.into_iter().map(|t| *t.0));
+    fn push_many(&self, tasks: Vec<T>) {
+        self.0.borrow_mut().extend(tasks.into_iter().map(|t| *t.0));
     }
 }
 
@@ -53,7 +53,7 @@ mod plain {
     }
 
     #[test]
-    fn overflow_moves_half_plus_one_in_one_batch() {
+    fn overflow_moves_half_plus_one_in_one_go() {
         let (mut q, _s) = new::<T>();
         let sink = Sink::default();
         for i in 0..CAPACITY + 1 {
@@ -89,7 +89,7 @@ mod plain {
     /// or what lies beyond `keep`, whichever is less, and nothing (not
     /// `runnext` either) from a short ring.
     #[test]
-    fn steal_leaves_what_the_owner_keeps() {
+    fn steal_leaves_the_owners_reserve() {
         let (mut victim, steal) = new::<T>();
         let (mut thief, _) = new::<T>();
         let sink = Sink::default();
@@ -97,13 +97,13 @@ mod plain {
             victim.push_back(T(Box::new(i)), &sink);
         }
         victim.push_runnext(T(Box::new(99)), &sink);
-        assert!(thief.steal_from_keeping(&steal, 10, true, || {}).is_none());
+        assert!(thief.steal_sparing(&steal, 10, true, || {}).is_none());
         assert_eq!(victim.len(), 10, "a ring of `keep` tasks is left whole");
-        let (_, n) = thief.steal_from_keeping(&steal, 7, false, || {}).unwrap();
+        let (_, n) = thief.steal_sparing(&steal, 7, false, || {}).unwrap();
         assert_eq!(n, 3, "only what lies beyond `keep`");
         assert_eq!(victim.len(), 7);
         let (mut thief2, _) = new::<T>();
-        let (_, n) = thief2.steal_from_keeping(&steal, 0, false, || {}).unwrap();
+        let (_, n) = thief2.steal_sparing(&steal, 0, false, || {}).unwrap();
         assert_eq!(n, 4, "keep 0: half, as steal_from");
         assert!(victim.pop(true).is_some_and(|(t, lifo)| *t.0 == 99 && lifo));
     }
@@ -255,7 +255,7 @@ mod models {
     /// from a ring it saw at or below `keep` (then it takes nothing, not even
     /// `runnext`).
     #[test]
-    fn steal_keeping_races_the_owner() {
+    fn steal_sparing_races_the_owner() {
         loom::model(|| {
             let (mut owner, steal) = new::<T>();
             let sink = Sink::default();
@@ -265,7 +265,7 @@ mod models {
             let thief = thread::spawn(move || {
                 let (mut mine, _) = new::<T>();
                 let mut got = Vec::new();
-                if let Some((t, n)) = mine.steal_from_keeping(&steal, 1, true, || {}) {
+                if let Some((t, n)) = mine.steal_sparing(&steal, 1, true, || {}) {
                     assert!(n <= 2, "took {n} of a ring of at most 3 keeping 1");
                     got.push(*t.0);
                     while let Some((t, _)) = mine.pop(true) {

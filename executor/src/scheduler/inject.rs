@@ -3,8 +3,8 @@
 //!
 //! A mutex-protected deque plus an atomic length so that the common "is it
 //! empty?" check on the scheduling path never takes the lock (Go's
-//! `sched.runqsize`). Producers push one task or a batch under one lock;
-//! consumers take a batch (Go's `globrunqget`).
+//! `sched.runqsize`). Producers push one task or many under one lock;
+//! a consumer takes several at once, a *take* (Go's `globrunqget`).
 
 use crate::loom::atomic::{AtomicUsize, Ordering::*};
 use crate::loom::Mutex;
@@ -64,8 +64,8 @@ impl Inject {
         self.len.store(q.tasks.len(), Release);
     }
 
-    /// Takes up to `max` tasks, oldest first.
-    pub(crate) fn pop_batch(&self, max: usize, out: &mut Vec<Runnable>) {
+    /// A take: up to `max` tasks, oldest first.
+    pub(crate) fn take(&self, max: usize, out: &mut Vec<Runnable>) {
         if self.is_empty() || max == 0 {
             return;
         }
@@ -101,12 +101,12 @@ impl Inject {
 }
 
 impl Overflow<Runnable> for Inject {
-    fn push_batch(&self, batch: Vec<Runnable>) {
+    fn push_many(&self, tasks: Vec<Runnable>) {
         let mut q = self.queue.lock().unwrap();
         if q.tasks.is_empty() {
             q.served_now();
         }
-        q.tasks.extend(batch);
+        q.tasks.extend(tasks);
         self.len.store(q.tasks.len(), Release);
     }
 }

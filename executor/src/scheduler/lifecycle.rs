@@ -9,10 +9,11 @@
 
 use super::context;
 use super::local::LocalQueue;
-use super::machine::{Live, Machine, M_KEEP_ALIVE};
+use super::machine::{Live, Machine};
 use super::seat::Seat;
 use super::worker::Worker;
 use super::{BoxCore, Shared};
+use crate::tuning::M_KEEP_ALIVE;
 use std::sync::atomic::{AtomicBool, Ordering::*};
 use std::sync::{Arc, Condvar, Mutex};
 

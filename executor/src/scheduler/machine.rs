@@ -10,10 +10,7 @@ use super::seat::Seat;
 use super::BoxCore;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
-
-/// How long an M without a P waits in its node's pool before exiting.
-pub(crate) const M_KEEP_ALIVE: Duration = Duration::from_secs(10);
+use std::time::Instant;
 
 pub(crate) struct Machine {
     pub(crate) id: usize,

@@ -557,7 +557,7 @@ impl Shared {
                             .map_or(0, |l| std::ptr::from_ref(l) as usize)
                     };
                     let busy = || self.busy_time();
-                    let (owner, clock) = (&mut core.place, core.clock_ms);
+                    let (owner, clock) = (&mut core.policy_state, core.clock_ms);
                     self.policy
                         .on_wake(owner, task.metadata(), clock, &p.metrics, site, busy)
                 } else {
@@ -565,7 +565,7 @@ impl Shared {
                 };
                 match core.queue.swap_runnext(task) {
                     Some(old) => {
-                        let (owner, clock) = (&mut core.place, core.clock_ms);
+                        let (owner, clock) = (&mut core.policy_state, core.clock_ms);
                         match self
                             .policy
                             .displaced(owner, &p.hints, old, bits, clock, &p.metrics)
@@ -764,12 +764,17 @@ impl Shared {
     }
 
     /// Whether P `p`'s core (`core`) holds work a thief woken now could take
-    /// (the policy's keep; `next`: tasks this M runs first).
+    /// (beyond the policy's reserve; `next`: tasks this M runs first).
     #[inline]
     pub(crate) fn shareable(&self, core: &Core, next: usize) -> bool {
         let p = &self.procs[core.index];
-        self.policy
-            .shareable(&core.place, &p.hints, &p.metrics, core.queue.len(), next)
+        self.policy.shareable(
+            &core.policy_state,
+            &p.hints,
+            &p.metrics,
+            core.queue.len(),
+            next,
+        )
     }
 
     /// Whether any queue a parking M could take from holds work.
@@ -790,14 +795,14 @@ impl Shared {
             return false;
         }
         // What `Worker::steal` may take, in its order: this node's rings, and
-        // only if none of them holds even kept work, saturated nodes' queues.
+        // only if none of them holds even owner-only work, saturated nodes' queues.
         let look = |n: &Node| {
             let mut seen = Look::Nothing;
             for q in &self.procs[n.procs.clone()] {
                 match self.steal_look(q, false) {
                     _ if q.index == me => {}
                     l if l.stealable() => return l,
-                    Look::Kept => seen = Look::Kept,
+                    Look::OwnerOnly => seen = Look::OwnerOnly,
                     _ => {}
                 }
             }
@@ -805,7 +810,7 @@ impl Shared {
         };
         match look(&self.nodes[p.node]) {
             l if l.stealable() => return true,
-            Look::Kept => return false,
+            Look::OwnerOnly => return false,
             _ => {}
         }
         self.nodes.iter().enumerate().any(|(k, n)| {

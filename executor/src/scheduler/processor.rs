@@ -133,7 +133,7 @@ pub(crate) struct Core {
     pub(crate) retired: bool,
     /// The placement policy's owner-only state (the batch queue, the
     /// poll's wake edges).
-    pub(crate) place: Owner,
+    pub(crate) policy_state: Owner,
 }
 
 impl Core {
@@ -141,13 +141,13 @@ impl Core {
     /// policy's batch queue.
     #[inline]
     pub(crate) fn has_local_work(&self) -> bool {
-        !self.queue.is_empty() || self.place.has_work()
+        !self.queue.is_empty() || self.policy_state.has_work()
     }
 
     /// Every queued task of this P (ring, `runnext`, batch queue).
     pub(crate) fn drain_local(&mut self, p: &Processor) -> Vec<Runnable> {
         let mut out = self.queue.drain();
-        out.extend(self.place.drain(&p.hints));
+        out.extend(self.policy_state.drain(&p.hints));
         out
     }
 }
@@ -198,7 +198,7 @@ impl Processor {
             busy_polls: 0,
             clock_ms: 0,
             retired: false,
-            place: Owner::new(),
+            policy_state: Owner::new(),
         });
         (p, core)
     }

@@ -2,11 +2,11 @@
 //!
 //! The loop (docs/architecture.md, "The scheduling loop"):
 //! 1. every `global_queue_interval`-th tick: this M's pinned tasks (one),
-//!    then a batch from the P's inbox or the node queue, for fairness;
+//!    then a take from the P's inbox or the node queue, for fairness;
 //! 2. every `event_interval`-th tick: poll the P's driver without blocking;
 //! 3. `runnext` (at most `MAX_LIFO_POLLS` in a row), the batch queue (at most
 //!    `MAX_BATCH_RUN` in a row), then the local ring;
-//! 4. pinned tasks, the inbox, a batch from the node queue;
+//! 4. pinned tasks, the inbox, a take from the node queue;
 //! 5. the driver without blocking;
 //! 6. steal (if spinning is allowed): same-node P's, then remote node
 //!    queues, then remote P's;
@@ -24,11 +24,12 @@ use super::placement::{Look, Next};
 use super::processor::{Core, Processor};
 use super::{BoxCore, Shared};
 use crate::task::Runnable;
+use crate::tuning::{MAX_LIFO_POLLS, QUIET_POLLS, REMOTE_GRACE, RUNNEXT_GRACE, STEAL_PASSES};
 use numa_rt_reactor::coop;
 use std::cell::Cell;
 use std::sync::atomic::{fence, Ordering::*};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// The state of an M's thread. Lives on the M's stack for its whole life.
 pub(crate) struct Worker {
@@ -40,33 +41,6 @@ pub(crate) struct Worker {
     /// Set while the P's driver fires wakers: those wakes are queued FIFO.
     pub(crate) in_driver: Cell<bool>,
 }
-
-/// Empty pre-park polls after which the node's watcher starts skipping
-/// them, and how many it skips between two it still makes (step 5 of
-/// `find_runnable`): at light load each is an empty `epoll_wait` per
-/// request that the watcher's park repeats anyway.
-const QUIET_POLLS: u8 = 8;
-
-/// Consecutive `runnext` polls allowed before the ring gets a turn (tokio's
-/// figure). A task run from `runnext` inherits the tick (Go's inheritTime),
-/// so without this cap two tasks waking each other would starve the queue.
-const MAX_LIFO_POLLS: u32 = 3;
-
-/// Passes over the victims when stealing (Go's `stealTries`).
-const STEAL_PASSES: usize = 4;
-
-/// How long a thief lets a running victim's `runnext` sit before taking it:
-/// Go's 3 µs ("a sync chan send/recv takes ~50ns, so 3us gives ~50x overshoot").
-const RUNNEXT_GRACE: Duration = Duration::from_micros(3);
-
-/// How long a node's queue must go unserved before an M of another node
-/// takes from it (every P of the node is then inside a task, see
-/// `Shared::saturated`): a task that has just woken its awaiter and is
-/// about to return still counts as running, and the awaiter's next
-/// `spawn_on` to that node must not go to a remote spinner in that moment.
-/// ~30x Go's runnext grace: long enough for the node's own M, short next
-/// to the CPU a starved node wastes.
-const REMOTE_GRACE: Duration = Duration::from_micros(100);
 
 /// What one steal pass over a node's P's found.
 enum Pass {
@@ -83,9 +57,10 @@ enum Pass {
 
 /// What [`Worker::steal_passes`] found when it took nothing.
 struct Empty {
-    /// Some victim held work the policy keeps for its own M: the node is
+    /// Some victim held owner-only work (a kept batch, or a ring within its
+    /// reserve): the node is
     /// not out of work, only out of work worth moving (see [`Worker::steal`]).
-    kept: bool,
+    owner_only: bool,
 }
 
 /// What a retired P's M does next (`Worker::retired_round`).
@@ -188,7 +163,7 @@ impl Worker {
         p.current_site.store(meta.site_bits(), Relaxed);
         self.shared
             .policy
-            .begin_poll(&mut core.place, &p.running_batch, meta, bits);
+            .begin_poll(&mut core.policy_state, &p.running_batch, meta, bits);
         p.in_task.store(true, Relaxed);
         // SAFETY: this thread is the M owning the seat.
         unsafe { self.machine.seat.enter_poll(core) };
@@ -220,7 +195,7 @@ impl Worker {
         let busy = || self.shared.busy_time();
         self.shared
             .policy
-            .end_poll(&core.place, bits, &p.metrics, busy);
+            .end_poll(&core.policy_state, bits, &p.metrics, busy);
         Some(core)
     }
 
@@ -352,11 +327,15 @@ impl Worker {
         }
         let idle_p = shared.idle.node_npidle_hint(core.node) != 0;
         let inject = &shared.nodes[core.node].inject;
-        let Core { place, queue, .. } = &mut *core;
+        let Core {
+            policy_state,
+            queue,
+            ..
+        } = &mut *core;
         let to_ring = |t| queue.push_back(t, inject);
         if shared
             .policy
-            .on_tick(place, &p.hints, idle_p, &p.metrics, to_ring)
+            .on_tick(policy_state, &p.hints, idle_p, &p.metrics, to_ring)
         {
             shared.wake_idle_p(core.node);
         }
@@ -377,12 +356,16 @@ impl Worker {
             }
         }
         let policy = &self.shared.policy;
-        if core.place.has_work() {
+        if core.policy_state.has_work() {
             let inject = &self.shared.nodes[core.node].inject;
             let ring_empty = core.queue.ring_is_empty();
-            let Core { place, queue, .. } = &mut *core;
+            let Core {
+                policy_state,
+                queue,
+                ..
+            } = &mut *core;
             let to_ring = |t| queue.push_back(t, inject);
-            match policy.owner_next(place, &p.hints, ring_empty, m, to_ring) {
+            match policy.owner_next(policy_state, &p.hints, ring_empty, m, to_ring) {
                 Next::Run(t) => {
                     core.lifo_polls = 0;
                     core.tick = core.tick.wrapping_add(1);
@@ -399,7 +382,7 @@ impl Worker {
                 m.runnext_polls.incr();
             } else {
                 core.lifo_polls = 0;
-                policy.ring_ran(&mut core.place);
+                policy.ring_ran(&mut core.policy_state);
                 core.tick = core.tick.wrapping_add(1);
             }
             return Some(t);
@@ -534,11 +517,11 @@ impl Worker {
         let max = room.clamp(1, crate::queue::CAPACITY / 2);
         let mut grab = std::mem::take(&mut core.grab);
         if !p.inbox.is_empty() {
-            p.inbox.pop_batch(max, &mut grab);
+            p.inbox.take(max, &mut grab);
         } else if !node.inject.is_empty() {
             let len = node.inject.len();
             let n = (len / node.procs.len().max(1) + 1).min(len).min(max);
-            node.inject.pop_batch(n, &mut grab);
+            node.inject.take(n, &mut grab);
         }
         // Oldest first: run the first, queue the rest in order.
         let mut tasks = grab.drain(..);
@@ -576,8 +559,8 @@ impl Worker {
         core.driver = Some(driver);
         // The driver queued what it woke here without waking anybody (see
         // `Shared::schedule`). This M runs the next task itself; only if more
-        // are queued than this M keeps for itself is a spinner worth a
-        // wake-up (tokio's rule, bounded by the keep rule; Go's `startIdle`
+        // are queued than this M reserves for itself is a spinner worth a
+        // wake-up (tokio's rule, bounded by the keep rule's reserve; Go's `startIdle`
         // wakes one M per extra goroutine).
         if core.queue.len() > 1 && self.shared.shareable(&core, 1) {
             self.shared.wake_idle_p_hint(core.node);
@@ -610,16 +593,16 @@ impl Worker {
                 m.local_steals.incr();
                 return Ok(t);
             }
-            // This node still has work its own M's keep (a kept batch): it
+            // This node still has owner-only work (a kept batch, a reserve): it
             // is not out of work, and a steal across nodes moves a task
             // further than the local steal the policy just refused. Issue 4's order
             // ("a P of another node takes it only when the thief's own node has
-            // nothing to run") holds for kept work as for stealable work.
-            Err(e @ Empty { kept: true }) => return Err(e),
-            Err(Empty { kept: false }) => {}
+            // nothing to run") holds for owner-only work as for stealable work.
+            Err(e @ Empty { owner_only: true }) => return Err(e),
+            Err(Empty { owner_only: false }) => {}
         }
         if node.remote_order.is_empty() {
-            return Err(Empty { kept: false });
+            return Err(Empty { owner_only: false });
         }
         // Other nodes only where nobody of their own can take the work: no
         // idle P, no spinning M (docs/architecture.md, "Per node").
@@ -645,12 +628,12 @@ impl Worker {
                 return Ok(t);
             }
         }
-        Err(Empty { kept: false })
+        Err(Empty { owner_only: false })
     }
 
     /// Runs up to [`STEAL_PASSES`] passes over `victims`, `runnext` on the
     /// last only. A pass that saw nothing a thief may take (every ring empty,
-    /// no `runnext`, or only work the policy keeps) ends the search: more
+    /// no `runnext`, or only owner-only work) ends the search: more
     /// passes a few hundred nanoseconds later would look at the same
     /// queues, and work that arrives afterwards is found by the park
     /// re-check (the barrier). A pass that saw only `runnext` tasks skips
@@ -662,27 +645,27 @@ impl Worker {
         victims: std::ops::Range<usize>,
     ) -> Result<(Runnable, usize), Empty> {
         let mut pass = 0;
-        let mut kept = false;
+        let mut owner_only = false;
         while pass < STEAL_PASSES {
             let last = pass + 1 == STEAL_PASSES;
-            match self.steal_pass(core, victims.clone(), last, &mut kept) {
+            match self.steal_pass(core, victims.clone(), last, &mut owner_only) {
                 Pass::Found(t, n) => return Ok((t, n)),
                 Pass::Nothing => break,
                 Pass::OnlyRunnext if !last => pass = STEAL_PASSES - 1,
                 Pass::OnlyRunnext | Pass::Missed => pass += 1,
             }
         }
-        Err(Empty { kept })
+        Err(Empty { owner_only })
     }
 
-    /// One pass; sets `kept` when a victim held only work the policy keeps
-    /// for its own M (a kept batch's).
+    /// One pass; sets `owner_only` when a victim held only owner-only work
+    /// (a kept batch's, or a ring within its reserve).
     fn steal_pass(
         &self,
         core: &mut Core,
         victims: std::ops::Range<usize>,
         last: bool,
-        kept: &mut bool,
+        owner_only: &mut bool,
     ) -> Pass {
         let n = victims.len();
         if n == 0 {
@@ -700,10 +683,10 @@ impl Worker {
             // have nothing). A victim holding only a batch queue is asked
             // to split it; its split wakes an idle P, so parking loses
             // nothing.
-            let keep = match self.shared.steal_look(victim, true) {
+            let reserve = match self.shared.steal_look(victim, true) {
                 Look::Nothing => continue,
-                Look::Kept => {
-                    *kept = true;
+                Look::OwnerOnly => {
+                    *owner_only = true;
                     continue;
                 }
                 Look::Runnext => {
@@ -714,9 +697,9 @@ impl Worker {
                     }
                     0
                 }
-                Look::Stealable { keep } => {
+                Look::Stealable { reserve } => {
                     rings = true;
-                    keep
+                    reserve
                 }
             };
             let wait = || {
@@ -727,10 +710,7 @@ impl Worker {
                     }
                 }
             };
-            if let Some((t, n)) = core
-                .queue
-                .steal_from_keeping(&victim.steal, keep, last, wait)
-            {
+            if let Some((t, n)) = core.queue.steal_sparing(&victim.steal, reserve, last, wait) {
                 return Pass::Found(t, n);
             }
         }

@@ -35,7 +35,7 @@ pub struct TaskInfo {
     pub location: &'static Location<'static>,
     /// What it is doing.
     pub state: TaskState,
-    /// Time since its last poll began, to within the scheduler batch it ran
+    /// Time since its last poll began, to within the busy stretch it ran
     /// in (`None`: never polled yet).
     pub since_last_poll: Option<Duration>,
     /// Spawned with `spawn_local`: pinned to one thread.

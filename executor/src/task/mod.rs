@@ -143,7 +143,7 @@ pub(crate) struct TaskMeta {
     /// bit 0.
     sched_slot: AtomicU32,
     /// When the last poll began, in milliseconds since [`epoch`] (0: never
-    /// polled); the clock of the P's current batch, read once per batch.
+    /// polled); the P's stretch clock, read once per busy stretch.
     last_poll_ms: AtomicU32,
     /// The registry holding the task's entry (none: an untracked
     /// blocking-pool task). Here rather than in the harness so that the

@@ -35,6 +35,17 @@ impl Future for Forever {
     }
 }
 
+/// Says that `test` checked nothing on this machine, and why. A test that
+/// cannot check its behaviour here (too few CPUs, a refused syscall, a run
+/// the machine disturbed) returns after this instead of passing silently:
+/// libtest captures `eprintln!` and shows it only for a failed test, so this
+/// writes to the process's stderr itself, where `cargo test` shows it beside
+/// the test's `ok`.
+pub fn skip(test: &str, why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "skipped: {test}: {why}");
+}
+
 /// The message of a caught panic payload.
 pub fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     p.downcast_ref::<String>()
@@ -55,7 +66,7 @@ use std::time::Instant;
 pub fn two_node_topology(test: &str) -> Option<Topology> {
     let cpus: Vec<usize> = sys::allowed_cpus().unwrap().iter().take(2).collect();
     if cpus.len() < 2 {
-        eprintln!("{test}: skipped, two simulated nodes need two allowed CPUs");
+        skip(test, "two simulated nodes need two allowed CPUs");
         return None;
     }
     Some(Topology::from_spec(&format!("{};{}", cpus[0], cpus[1])).unwrap())

@@ -152,7 +152,7 @@ impl Role {
     /// and most often that M is itself, which then pays no `epoll_ctl` at
     /// all. (Leaving the role free instead cost four `epoll_ctl`s per unpark
     /// of a watcher, which at light load is most requests; figures in
-    /// docs/notes/reactor-measurements.md.) Returns whether it was handed on.
+    /// docs/notes/2026-11-26-reactor-measurements.md.) Returns whether it was handed on.
     pub(super) fn on_leave(&self, me: usize, hand_off: bool, ops: &impl WatchOps) -> bool {
         if !hand_off || !self.is_candidate(me) {
             return false;

@@ -59,7 +59,7 @@
 //!   `Instant` subtraction that finds a deadline's tick is most of the
 //!   difference. See `super::timers` for the reference counts every P
 //!   shared, which this change also removed. The figures:
-//!   docs/notes/reactor-measurements.md, "The timer wheel".)
+//!   docs/notes/2026-11-26-reactor-measurements.md, "The timer wheel".)
 //! - **Go's 4-ary heap with lazy deletion**: cancelling marks the timer
 //!   (no lock on the heap), but insert stays O(log n), and a cancelled
 //!   30-second timer stays in the heap until it reaches the top or the

@@ -20,9 +20,10 @@
 //! spawned from another starts in no batch (an accept loop would otherwise
 //! gather every connection into one), unless `spawn_near` puts it in one.
 
-use super::{Owner, BATCH_IDLE_MS, HUB_WAKES};
+use super::Owner;
 use crate::counters::ProcCounters;
 use crate::task::{batch_id_for, BatchId, TaskMeta, BATCH_BITS, BATCH_MASK, BATCH_SHIFT};
+use crate::tuning::{BATCH_IDLE_MS, HUB_WAKES};
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 /// Counts a wake of `wakee` by the poll in progress on `core` unless it is
@@ -48,7 +49,7 @@ pub(crate) fn in_hub_poll(core: &Owner) -> bool {
     core.poll_wakes >= HUB_WAKES
 }
 
-/// The batches that had a hub poll lately: per batch id, the P's batch
+/// The batches that had a hub poll lately: per batch id, the P's stretch
 /// clock (ms) + 1 at its last hub poll (0: never). A hub's batch, if
 /// `hub_mode` holds it kept, keeps the members a wake displaces from
 /// `runnext` in the batch queue, whoever wakes (a producer waking its
@@ -56,7 +57,7 @@ pub(crate) fn in_hub_poll(core: &Owner) -> bool {
 /// hub serves and run best one after another. Any other batch's displaced
 /// members are split off to the ring for thieves
 /// (`Shared::queue_displaced`; docs/architecture.md, "Batches").
-/// 64 KiB per runtime; written at most once per batch-clock ms per batch,
+/// 64 KiB per runtime; written at most once per stretch-clock ms per batch,
 /// by a hub poll (Relaxed: a hint, like
 /// the batch ids themselves; a stale answer places one task differently).
 pub(crate) struct Hubs(Box<[AtomicU32]>);
@@ -103,7 +104,7 @@ impl Hubs {
 pub(crate) fn live_batch(t: &TaskMeta, now_ms: u32) -> Option<BatchId> {
     let b = t.batch()?;
     // Never polled (placed by spawn_near): live. A stamp newer than this
-    // P's batch clock (another P's fresher clock) is live too.
+    // P's stretch clock (another P's fresher clock) is live too.
     match t.last_poll_ms() {
         Some(ms) if now_ms.saturating_sub(ms) > BATCH_IDLE_MS => None,
         _ => Some(b),

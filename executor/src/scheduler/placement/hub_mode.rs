@@ -1,7 +1,7 @@
 //! Keep or spread a hub's batch: measured, not guessed (issue 25; the
 //! whole story is docs/architecture.md, "Batches").
 //!
-//! A hub is a task whose poll woke [`super::HUB_WAKES`] different
+//! A hub is a task whose poll woke [`HUB_WAKES`](crate::tuning::HUB_WAKES) different
 //! tasks: a fan-in's consumer releasing its blocked producers. Its batch
 //! can run two ways, and neither is right for every program:
 //!
@@ -45,21 +45,10 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
-use super::{BATCH_IDLE_MS, KEEP_WORK_NS, MEASURE_MS};
-
-/// Slots in the table; a hub batch maps to `id % SLOTS` (a table size: a
-/// runtime rarely has more hubs than this at once).
-pub(crate) const SLOTS: usize = 64;
-/// Kept time before a measurement counts: members that a spread mode left
-/// running elsewhere send a value, block and come back to the hub's P
-/// first, and counted from the start they read as one value per wake.
-pub(crate) const WARMUP_MS: u32 = MEASURE_MS / 2;
-/// The first hold after a decision: a program phase, as long as a batch
-/// lives without polls; doubled while the same mode wins.
-pub(crate) const HOLD_MIN_MS: u32 = BATCH_IDLE_MS;
-/// The longest hold: 16 first holds, so a settled program runs a wrong
-/// mode for at most one measurement (~0.4% of its time).
-pub(crate) const HOLD_MAX_MS: u32 = 16 * HOLD_MIN_MS;
+use crate::tuning::{
+    HOLD_MAX_MS, HOLD_MIN_MS, KEEP_WORK_NS, MAX_RESTARTS, MEASURE_MS, SITE_MEMORY_MS, SLOTS,
+    WARMUP_MS,
+};
 
 /// A slot's phases (`ModeSlot::phase`); odd phases keep.
 const MEASURE_KEEP: u32 = 1;
@@ -137,16 +126,10 @@ struct SiteSlot {
     at: AtomicU32,
 }
 
-/// How long a spawn site's last decision stands for a new hub spawned
-/// there (six longest holds): it starts held that way for [`HOLD_MIN_MS`]
-/// instead of measured kept (a program that builds a fan-in per request
-/// would otherwise measure every one, serializing producers that compute).
-pub(crate) const SITE_MEMORY_MS: u32 = 6 * HOLD_MAX_MS;
-
 /// Where a hub's poll ended: readers of the clock (ms since
 /// `task::epoch`) and of the busy time (ns) of every P so far, called
 /// only for the followed hub's polls. The clock is read, not taken from the
-/// P's batch clock: a P that runs long polls advances that clock only
+/// P's stretch clock: a P that runs long polls advances that clock only
 /// every `event_interval` polls (tens of ms), and P's disagree.
 pub(crate) struct At<N: Fn() -> u32, F: Fn() -> u64> {
     pub(crate) now_ms: N,
@@ -308,12 +291,6 @@ fn start<N: Fn() -> u32, F: Fn() -> u64>(s: &ModeSlot, phase: u32, now: u32, at:
     s.busy0.store((at.busy)(), Relaxed);
     s.phase.store(phase, Relaxed);
 }
-
-/// Measurements in a row that may end unused before the batch is spread
-/// anyway (the mode that never serializes work): as many as the passes of
-/// a steal, a hub that stops and starts again and again is not worth
-/// keeping.
-const MAX_RESTARTS: u32 = 3;
 
 /// Ends phase `phase` of slot `s`: a measurement decides, a hold ends in
 /// a new measurement.

@@ -14,9 +14,9 @@
 //! | [`Policy::send_home`] | `run_task`, a task that last ran on another P | poll it here, or send it back? |
 //! | [`Policy::owner_next`] | `find_runnable`, after `runnext` | a batch-queue task, or a split |
 //! | [`Policy::on_tick`] | `find_runnable`, every `event_interval` ticks | split a batch queue for an idle P? |
-//! | [`Policy::look`], [`Policy::keep`] | a thief, the park re-check, the wake rules | how much of a victim's ring stays with it? |
+//! | [`Policy::look`], [`Policy::reserve`] | a thief, the park re-check, the wake rules | how much of a victim's ring stays with it? |
 //! | [`Policy::spreads_roots`] | a spawn right after an accept | round-robin, or `runnext`? |
-//! | [`Policy::wants_offer`], [`Policy::mark_long`] | sysmon, a P in long polls | lift its keep? |
+//! | [`Policy::wants_offer`], [`Policy::mark_long`] | sysmon, a P in long polls | lift its reserve? |
 //!
 //! The policy sees queue lengths, the P's counters and its own state: per P
 //! the thief-visible [`Hints`] and the poll's [`RunningBatch`], per core the
@@ -29,14 +29,15 @@
 //! - [`Rule::Roots`] (Vyukov): a task spawned right after an accept goes
 //!   to the next P round-robin, not the acceptor's `runnext`: otherwise
 //!   every connection piles up on the P running the accept loop.
-//! - [`Rule::Keep`]: an idle P is not woken for the tasks a running P's own
-//!   M reaches within [`KEEP_NS`] at its mean poll time, and an M looking
+//! - [`Rule::Keep`]: a running P *reserves* for its own M the tasks that M
+//!   reaches within [`RESERVE_NS`] at its mean poll time: an idle P is not
+//!   woken for them, and an M looking
 //!   for work before it parks does not count them as work: a wake-up, a
 //!   steal pass and a migration cost more than they save there (a cold
 //!   cache, a socket whose readiness keeps arriving at the old P's
 //!   poller). A thief that is awake and stealing takes half of any ring,
 //!   as in Go: keeping work from it made a fan-in whose producers compute
-//!   run on one P while the other idled. Nothing is kept by a P whose
+//!   run on one P while the other idled. Nothing is reserved by a P whose
 //!   queues have not run dry for a whole `event_interval` (its ring
 //!   refills as fast as it runs), whose ring holds batch work it shared
 //!   out, or whose poll sysmon marked long: sysmon offers the queue of a P
@@ -69,60 +70,21 @@ use crate::task::{Runnable, TaskMeta};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 
-// The policy's tuning constants, all here (the mechanism's are at the top
-// of worker.rs; derived ones in hub_mode.rs). The figures behind them are
-// in docs/performance.md, "Placement rules".
-
-/// The tasks a running P keeps for its own M, in time: those it reaches
-/// within this long at its mean poll time (about four HTTP polls), for
-/// which waking another P costs more than it saves.
-pub(crate) const KEEP_NS: u64 = 20_000;
-
-/// The least time a queued task is taken to cost in [`KEEP_NS`]'s count (a
-/// fresh P's mean poll time is 0, and a queue of tiny tasks still costs its
-/// dispatch).
-const MIN_TASK_NS: u64 = 250;
-
-/// Most tasks a batch queue holds; beyond it displaced members go to the
-/// ring, stealable (a 64-producer fan-in needs 63).
-const BATCH_QUEUE_CAP: usize = 1024;
-
-/// Batch-queue polls before the ring gets a turn: a batch whose members
-/// keep waking each other must not starve the P's other tasks.
-const MAX_BATCH_RUN: u32 = 16;
-
-/// A task whose last poll began longer ago than this (ms) has left its
-/// batch: long next to a message round trip (µs), short next to a program
-/// phase. Also how long a hub mark and a first keep/spread decision last.
-pub(crate) const BATCH_IDLE_MS: u32 = 100;
-
-/// A poll that has woken this many different tasks is a hub's (a fan-in's
-/// consumer waking its blocked producers); a pipeline's stage wakes only
-/// its two neighbours, however often they block again during its poll.
-pub(crate) const HUB_WAKES: u32 = 3;
-
-/// Length of a hub batch's kept measurement (ms), after a warm-up of half
-/// that: long enough for many hub wakes, short enough that a fan-in whose
-/// producers compute runs serialized for little of its time.
-pub(crate) const MEASURE_MS: u32 = 4;
-
-/// The most busy time per hub wake (ns) at which a measured batch stays
-/// kept: below it, its members hand values over faster one after another
-/// on one P than across cores (a spread fan-in costs microseconds per value
-/// in contention on many cores, whatever its producers do).
-pub(crate) const KEEP_WORK_NS: u64 = 100_000;
+// The policy's tuning constants are in crate::tuning with the others.
+use crate::tuning::{BATCH_QUEUE_CAP, MAX_BATCH_RUN, MIN_TASK_NS, RESERVE_NS};
 
 /// What a thief may take from a victim ([`Policy::look`]).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Look {
     /// Nothing queued.
     Nothing,
-    /// Queued work its own M reaches soon, or batch work the owner splits
+    /// Owner-only work: a ring within the P's reserve (its own M reaches it
+    /// soon), a kept batch's `runnext`, or a batch queue the owner splits
     /// when asked.
-    Kept,
+    OwnerOnly,
     /// A ring with more than `keep` tasks: the thief takes half of the
     /// rest.
-    Stealable { keep: u32 },
+    Stealable { reserve: u32 },
     /// An empty ring and a task in `runnext`, which a thief takes on its
     /// last pass (after Go's grace if the owner runs).
     Runnext,
@@ -298,7 +260,7 @@ impl Policy {
         bits
     }
 
-    /// A poll has just woken its [`HUB_WAKES`]th different task:
+    /// A poll has just woken its [`HUB_WAKES`](crate::tuning::HUB_WAKES)th different task:
     /// count it and mark its batch a hub's. Cold: once per hub poll.
     #[cold]
     #[inline(never)]
@@ -540,14 +502,14 @@ impl Policy {
 
     // ---- what thieves see -----------------------------------------------
 
-    /// How many of a held P's ring tasks are its own M's ([`Rule::Keep`]):
-    /// those it reaches within [`KEEP_NS`] at its mean poll time, for which
+    /// A held P's reserve ([`Rule::Keep`]): how many of its ring tasks are its own M's,
+    /// those it reaches within [`RESERVE_NS`] at its mean poll time, for which
     /// nobody is woken and a parking M does not stay up — none if its queues have not run dry for a whole
     /// `event_interval`, if its ring holds batch work shared out, or if
     /// sysmon marked its poll long. `held`: an M holds the P and runs it
-    /// (a parked P keeps nothing).
+    /// (a parked P reserves nothing).
     #[inline]
-    pub(crate) fn keep(&self, held: bool, hints: &Hints, m: &ProcCounters) -> u32 {
+    pub(crate) fn reserve(&self, held: bool, hints: &Hints, m: &ProcCounters) -> u32 {
         if !held
             || !self.on(Rule::Keep)
             || m.unbroken_busy.load(Relaxed)
@@ -557,14 +519,14 @@ impl Policy {
             return 0;
         }
         let per = m.poll_time_ewma_ns.get().max(MIN_TASK_NS);
-        (KEEP_NS / per).min(u64::from(u32::MAX)) as u32
+        (RESERVE_NS / per).min(u64::from(u32::MAX)) as u32
     }
 
     /// Whether a task in a victim's `runnext` (its ring empty) is its
     /// owner's because a kept batch runs there: a batch queue waits, or a
     /// member of a kept hub batch is in the poll. The first member a
     /// hub's drain wakes waits there for the rest of the drain, past Go's
-    /// 3 µs grace. sysmon's long mark lifts this as it lifts the keep.
+    /// 3 µs grace. sysmon's long mark lifts this as it lifts the reserve.
     #[inline]
     pub(crate) fn runnext_kept(
         &self,
@@ -596,29 +558,29 @@ impl Policy {
             return if v.runnext && !self.runnext_kept(v.hints, v.running, v.counters) {
                 Look::Runnext
             } else if v.runnext || batch_queue {
-                Look::Kept
+                Look::OwnerOnly
             } else {
                 Look::Nothing
             };
         }
         // A thief that is awake already (`ask`: it steals now) takes half
-        // of any ring: the keep decides only whom to wake and when to park.
-        let keep = if ask {
+        // of any ring: the reserve decides only whom to wake and when to park.
+        let reserve = if ask {
             0
         } else {
-            self.keep(v.held, v.hints, v.counters)
+            self.reserve(v.held, v.hints, v.counters)
         };
-        if v.ring > keep as usize {
-            Look::Stealable { keep }
+        if v.ring > reserve as usize {
+            Look::Stealable { reserve }
         } else {
-            Look::Kept
+            Look::OwnerOnly
         }
     }
 
     /// Whether a P holds work a thief woken now could take: ring tasks
-    /// beyond its keep (`next`: tasks at the ring's head this M runs before
+    /// beyond its reserve (`next`: tasks at the ring's head this M runs before
     /// anything else), or a batch queue. The wake rules ask this, not
-    /// whether any work is queued: a P woken for kept work finds nothing.
+    /// whether any work is queued: a P woken for owner-only work finds nothing.
     #[inline]
     pub(crate) fn shareable(
         &self,
@@ -628,7 +590,7 @@ impl Policy {
         queued: usize,
         next: usize,
     ) -> bool {
-        owner.has_work() || queued.saturating_sub(next) > self.keep(true, hints, m) as usize
+        owner.has_work() || queued.saturating_sub(next) > self.reserve(true, hints, m) as usize
     }
 
     /// Whether a batch queue holds tasks (idle checks).
@@ -640,7 +602,7 @@ impl Policy {
     // ---- sysmon's offer -------------------------------------------------
 
     /// Whether sysmon should offer a P's queue when its polls run long (the
-    /// keep's safety valve: tasks kept behind a poll that waits for them
+    /// reserve's safety valve: tasks reserved behind a poll that waits for them
     /// would otherwise wait for ever while a P idles): not while the running task is a member of a batch
     /// held kept on it (those polls are long by nature, and the batch was
     /// measured to run best there).
@@ -651,7 +613,7 @@ impl Policy {
         }
     }
 
-    /// Marks poll number `polls` of a P long: thieves keep nothing from it
+    /// Marks poll number `polls` of a P long: it reserves nothing from thieves
     /// until that poll ends.
     pub(crate) fn mark_long(&self, hints: &Hints, polls: u64) {
         hints.long_mark.store(polls, Relaxed);

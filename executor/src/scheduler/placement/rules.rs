@@ -14,8 +14,9 @@ pub enum Rule {
     /// Root tasks (spawned right after an accept) go round-robin over the
     /// P's (Vyukov). Name: `roots`.
     Roots,
-    /// An idle P is not woken for the tasks a running P reaches within
-    /// ~20 µs (sysmon lifts this for a P whose polls run long). Name: `keep`.
+    /// A running P reserves for its own M the tasks it reaches within
+    /// ~20 µs: an idle P is not woken for them (sysmon lifts the reserve of
+    /// a P whose polls run long). Name: `keep`.
     Keep,
     /// Tasks that wake each other form batches; a cheap fan-in's members
     /// run beside their consumer, other batches spread. Name: `batches`.

@@ -37,24 +37,24 @@ fn placement_parses_and_names_what_is_wrong() {
 }
 
 #[test]
-fn a_running_p_keeps_a_short_ring_unless_it_shared_its_batch_out() {
+fn a_running_p_reserves_a_short_ring_unless_it_shared_its_batch_out() {
     let policy = Policy::new(Placement::numa());
     let (hints, m) = (Hints::default(), ProcCounters::new(None));
     // A fresh P runs polls estimated at the floor (250 ns).
-    let kept = (KEEP_NS / MIN_TASK_NS) as u32;
-    assert_eq!(policy.keep(true, &hints, &m), kept);
+    let reserved = (RESERVE_NS / MIN_TASK_NS) as u32;
+    assert_eq!(policy.reserve(true, &hints, &m), reserved);
     share_out(&hints);
     assert_eq!(
-        policy.keep(true, &hints, &m),
+        policy.reserve(true, &hints, &m),
         0,
         "split batch work is for thieves"
     );
     policy.ring_dry(&hints);
-    assert_eq!(policy.keep(true, &hints, &m), kept);
-    assert_eq!(policy.keep(false, &hints, &m), 0, "nobody runs the P");
+    assert_eq!(policy.reserve(true, &hints, &m), reserved);
+    assert_eq!(policy.reserve(false, &hints, &m), 0, "nobody runs the P");
     m.unbroken_busy.store(true, Relaxed);
     assert_eq!(
-        policy.keep(true, &hints, &m),
+        policy.reserve(true, &hints, &m),
         0,
         "a ring that never runs dry"
     );
@@ -62,34 +62,34 @@ fn a_running_p_keeps_a_short_ring_unless_it_shared_its_batch_out() {
     // sysmon's mark lasts for the poll it names.
     m.polls.incr();
     policy.mark_long(&hints, m.polls.get());
-    assert_eq!(policy.keep(true, &hints, &m), 0, "the poll runs long");
+    assert_eq!(policy.reserve(true, &hints, &m), 0, "the poll runs long");
     m.polls.incr();
     assert_eq!(
-        policy.keep(true, &hints, &m),
-        kept,
+        policy.reserve(true, &hints, &m),
+        reserved,
         "the mark ends with its poll"
     );
-    // Go placement keeps nothing.
+    // Go placement reserves nothing.
     let go = Policy::new(Placement::go());
-    assert_eq!(go.keep(true, &Hints::default(), &m), 0);
+    assert_eq!(go.reserve(true, &Hints::default(), &m), 0);
 }
 
-/// The wake rules wake a thief only for work beyond the keep.
+/// The wake rules wake a thief only for work beyond the reserve.
 #[test]
-fn a_thief_is_woken_only_for_work_beyond_the_keep() {
+fn a_thief_is_woken_only_for_work_beyond_the_reserve() {
     let policy = Policy::new(Placement::numa());
     let (hints, m, owner) = (Hints::default(), ProcCounters::new(None), Owner::new());
-    // Polls of ~10 µs: the M reaches two queued tasks within the keep.
-    m.record_busy(KEEP_NS / 2, 1);
-    assert_eq!(policy.keep(true, &hints, &m), 2);
+    // Polls of ~10 µs: the M reaches two queued tasks within the reserve.
+    m.record_busy(RESERVE_NS / 2, 1);
+    assert_eq!(policy.reserve(true, &hints, &m), 2);
     assert!(
         !policy.shareable(&owner, &hints, &m, 3, 1),
-        "two left, both kept"
+        "two left, both reserved"
     );
     assert!(policy.shareable(&owner, &hints, &m, 3, 0));
     assert!(
         policy.shareable(&owner, &hints, &m, 4, 1),
-        "a third beyond the keep"
+        "a third beyond the reserve"
     );
     share_out(&hints);
     assert!(
@@ -104,7 +104,7 @@ fn a_thief_is_woken_only_for_work_beyond_the_keep() {
     assert!(!go.shareable(&owner, &Hints::default(), &m, 1, 1));
 }
 
-/// A thief's look: a ring beyond the keep is stealable, `runnext` alone is
+/// A thief's look: a ring beyond the reserve is stealable, `runnext` alone is
 /// taken on the last pass unless a kept batch runs beside it, a batch queue
 /// alone is the owner's (and asked to split).
 #[test]
@@ -129,17 +129,23 @@ fn a_kept_batchs_runnext_is_kept_unless_the_poll_runs_long() {
     };
     assert_eq!(look(0, false, true), Look::Nothing);
     assert_eq!(look(0, true, true), Look::Runnext, "no batch queue");
-    let kept = (KEEP_NS / MIN_TASK_NS) as usize;
-    // Whom to wake and whether to park: the owner's M reaches `kept` soon.
-    assert_eq!(look(kept, false, false), Look::Kept);
-    let beyond = Look::Stealable { keep: kept as u32 };
-    assert_eq!(look(kept + 1, false, false), beyond);
+    let reserved = (RESERVE_NS / MIN_TASK_NS) as usize;
+    // Whom to wake and whether to park: the owner's M reaches `reserved` soon.
+    assert_eq!(look(reserved, false, false), Look::OwnerOnly);
+    let beyond = Look::Stealable {
+        reserve: reserved as u32,
+    };
+    assert_eq!(look(reserved + 1, false, false), beyond);
     // A thief that steals now takes half of any ring, as in Go.
-    assert_eq!(look(1, false, true), Look::Stealable { keep: 0 });
+    assert_eq!(look(1, false, true), Look::Stealable { reserve: 0 });
     hints.bq_len.store(1, Relaxed);
-    assert_eq!(look(0, true, false), Look::Kept, "beside a batch queue");
+    assert_eq!(
+        look(0, true, false),
+        Look::OwnerOnly,
+        "beside a batch queue"
+    );
     assert!(!hints.split.load(Relaxed), "a look that does not ask");
-    assert_eq!(look(0, false, true), Look::Kept, "a batch queue alone");
+    assert_eq!(look(0, false, true), Look::OwnerOnly, "a batch queue alone");
     assert!(hints.split.load(Relaxed), "asked to split");
     m.polls.incr();
     policy.mark_long(&hints, m.polls.get());
@@ -147,7 +153,7 @@ fn a_kept_batchs_runnext_is_kept_unless_the_poll_runs_long() {
     m.polls.incr();
     assert_eq!(
         look(0, true, false),
-        Look::Kept,
+        Look::OwnerOnly,
         "the mark ends with its poll"
     );
     hints.bq_len.store(0, Relaxed);
@@ -161,7 +167,11 @@ fn a_kept_batchs_runnext_is_kept_unless_the_poll_runs_long() {
         busy: || 0,
     };
     policy.hub_modes.claim(bits, 0x1000, || 0, &at);
-    assert_eq!(look(0, true, false), Look::Kept, "a kept hub's batch runs");
+    assert_eq!(
+        look(0, true, false),
+        Look::OwnerOnly,
+        "a kept hub's batch runs"
+    );
     running.0.store(0, Relaxed);
     assert_eq!(look(0, true, false), Look::Runnext, "no batch runs");
 }
