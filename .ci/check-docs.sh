@@ -5,8 +5,8 @@
 # 0. Every relative link in README.md and docs/ (the notes too) reaches a
 #    file, and its `#anchor` a heading of that file (GitHub's anchors: lower
 #    case; ASCII letters, digits, `-` and `_` kept; spaces as `-`).
-# 1. Every `numa_rt::…` and `numa_rt_util::…` path written in README.md or
-#    docs/guide.md (in prose, tables or code) must resolve: an item, module,
+# 1. Every `numa_rt::…` and `numa_rt_util::…` path written in README.md,
+#    docs/guide.md or docs/web.md (in prose, tables or code) must resolve: an item, module,
 #    macro or `{group}`/`*` import is `use`d; a `Type::method` (or an
 #    associated constant) is named as a value in a function.
 # 2. A line there that says something is "not provided" (or "is missing",
@@ -24,7 +24,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-docs=(README.md docs/guide.md)
+docs=(README.md docs/guide.md docs/web.md)
 crate=target/docs-check
 mkdir -p "$crate/src"
 
@@ -97,9 +97,14 @@ awk -F'\t' '
     printf "mod m%d { %s } // %s %s %s\n", NR, body, $1, $2, $3
   }' "$list" >"$crate/src/lib.rs"
 
-# Every feature of numa_rt but `default`, so that a path behind one resolves.
-features=$(awk '/^\[features\]/ { f = 1; next } /^\[/ { f = 0 }
-  f && /^[A-Za-z0-9_-]+ *=/ { sub(/ *=.*/, ""); if ($0 != "default") printf "%s\"%s\"", (n++ ? ", " : ""), $0 }' Cargo.toml)
+# Every feature of numa_rt and numa_rt_util but `default`, so that a path
+# behind one resolves.
+features_of() {
+  awk '/^\[features\]/ { f = 1; next } /^\[/ { f = 0 }
+    f && /^[A-Za-z0-9_-]+ *=/ { sub(/ *=.*/, ""); if ($0 != "default") printf "%s\"%s\"", (n++ ? ", " : ""), $0 }' "$1"
+}
+features=$(features_of Cargo.toml)
+util_features=$(features_of util/Cargo.toml)
 cat >"$crate/Cargo.toml" <<EOF
 [package]
 name = "numa_rt_docs_check"
@@ -112,7 +117,7 @@ path = "src/lib.rs"
 
 [dependencies]
 numa_rt = { path = "$root", features = [$features] }
-numa_rt_util = { path = "$root/util" }
+numa_rt_util = { path = "$root/util", features = [$util_features] }
 
 [workspace]
 EOF
