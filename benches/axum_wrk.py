@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """One axum app served by numa_rt::serve and by axum::serve on tokio, loaded
-by wrk side by side (webstack/examples/axum_bench.rs).
+by wrk side by side (webstack/examples/axum_bench.rs); with GRPC=1, tonic's
+greeter served by numa_rt::serve and by tonic's Server on tokio, loaded by
+webstack/examples/grpc_bench.rs (tonic's client on one tokio thread, CONNS
+concurrent calls over 4 HTTP/2 connections).
 
     python3 benches/axum_wrk.py                     # 2 workers, -c 16 and 64
     ROUNDS=7 CONNS=16,64,256 DURATION=10 WORKERS=2 python3 benches/axum_wrk.py
+    GRPC=1 python3 benches/axum_wrk.py
 
 The runs alternate (numa_rt, tokio, numa_rt, tokio, ...) so that drift in
 the machine's speed hits both. Each run: start the server, wait until it
@@ -20,14 +24,18 @@ DURATION = int(os.environ.get("DURATION", "5"))
 WORKERS = os.environ.get("WORKERS", "2")
 PATHS = os.environ.get("PATHS", "/plaintext,/json").split(",")
 TICK = os.sysconf("SC_CLK_TCK")
+GRPC = os.environ.get("GRPC") == "1"
+if GRPC:
+    PATHS = ["SayHello"]
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 subprocess.run(["cargo", "build", "--release", "-q", "-p", "numa_rt_webstack",
-                "--example", "axum_bench"], cwd=root, check=True)
+                "--example", "axum_bench", "--example", "grpc_bench"], cwd=root, check=True)
 meta = subprocess.run(["cargo", "metadata", "--format-version", "1", "--no-deps"],
                       cwd=root, check=True, capture_output=True, text=True).stdout
 target = re.search(r'"target_directory":"([^"]+)"', meta).group(1)
 binary = os.path.join(target, "release", "examples", "axum_bench")
+grpc_binary = os.path.join(target, "release", "examples", "grpc_bench")
 
 
 def cpu_seconds(pid):
@@ -53,7 +61,31 @@ def to_ms(text):
     return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
 
 
+def grpc_load(port, conns, seconds):
+    out = subprocess.run([grpc_binary, "load", str(port), "4", str(conns), str(seconds)],
+                         check=True, capture_output=True, text=True).stdout
+    m = re.search(r"calls=(\d+) seconds=([\d.]+) p50_us=(\d+) p99_us=(\d+)", out)
+    return int(m.group(1)), float(m.group(2)), int(m.group(3)) / 1000, int(m.group(4)) / 1000
+
+
+def one_grpc_run(runtime, port, conns):
+    env = dict(os.environ, WORKERS=WORKERS)
+    proc = subprocess.Popen([grpc_binary, "server", runtime, str(port)], env=env)
+    try:
+        wait_until_up(port, proc)
+        grpc_load(port, conns, 1)
+        before = cpu_seconds(proc.pid)
+        calls, seconds, p50, p99 = grpc_load(port, conns, DURATION)
+        cpu = cpu_seconds(proc.pid) - before
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    return {"rps": calls / seconds, "cpu_us": cpu * 1e6 / calls, "p50": p50, "p99": p99}
+
+
 def one_run(runtime, port, conns, path):
+    if GRPC:
+        return one_grpc_run(runtime, port, conns)
     env = dict(os.environ, WORKERS=WORKERS)
     proc = subprocess.Popen([binary, runtime, str(port)], env=env)
     try:
@@ -91,8 +123,9 @@ for r in range(ROUNDS):
                       f"p99 {res['p99']:.2f} ms", flush=True)
 
 med = lambda rows, k: statistics.median(x[k] for x in rows)
-print(f"\nmedians of {ROUNDS} rounds, {WORKERS} workers, wrk -t1 -d{DURATION}s, "
-      f"{os.cpu_count()} CPUs shared by wrk and the server")
+load = "grpc_bench load (1 thread, 4 connections)" if GRPC else "wrk -t1"
+print(f"\nmedians of {ROUNDS} rounds, {WORKERS} workers, {load} -d{DURATION}s, "
+      f"{os.cpu_count()} CPUs shared by the load and the server")
 print("| path | conns | numa_rt req/s | tokio req/s | req/s ratio | numa_rt µs CPU/req | "
       "tokio µs CPU/req | CPU ratio | p50 ms (n / t) | p99 ms (n / t) |")
 print("|---|---|---|---|---|---|---|---|---|---|")
