@@ -8,6 +8,8 @@ concurrent calls over 4 HTTP/2 connections).
     python3 benches/axum_wrk.py                     # 2 workers, -c 16 and 64
     ROUNDS=7 CONNS=16,64,256 DURATION=10 WORKERS=2 python3 benches/axum_wrk.py
     GRPC=1 python3 benches/axum_wrk.py
+    # 16 cores, the server the bottleneck (as the many-core bundle's busy4):
+    PIN_SERVER=0-3 PIN_LOAD=4-15 WORKERS=4 WRK_THREADS=12 CONNS=256 python3 benches/axum_wrk.py
 
 The runs alternate (numa_rt, tokio, numa_rt, tokio, ...) so that drift in
 the machine's speed hits both. Each run: start the server, wait until it
@@ -23,7 +25,16 @@ CONNS = [int(c) for c in os.environ.get("CONNS", "16,64").split(",")]
 DURATION = int(os.environ.get("DURATION", "5"))
 WORKERS = os.environ.get("WORKERS", "2")
 PATHS = os.environ.get("PATHS", "/plaintext,/json").split(",")
+WRK_THREADS = os.environ.get("WRK_THREADS", "1")
+PIN_SERVER = os.environ.get("PIN_SERVER")
+PIN_LOAD = os.environ.get("PIN_LOAD")
 TICK = os.sysconf("SC_CLK_TCK")
+
+
+def pinned(cmd, cpus):
+    """`cmd` under `taskset -c cpus` when cpus is set."""
+    return ["taskset", "-c", cpus] + cmd if cpus else cmd
+
 GRPC = os.environ.get("GRPC") == "1"
 if GRPC:
     PATHS = ["SayHello"]
@@ -62,7 +73,7 @@ def to_ms(text):
 
 
 def grpc_load(port, conns, seconds):
-    out = subprocess.run([grpc_binary, "load", str(port), "4", str(conns), str(seconds)],
+    out = subprocess.run(pinned([grpc_binary, "load", str(port), "4", str(conns), str(seconds)], PIN_LOAD),
                          check=True, capture_output=True, text=True).stdout
     m = re.search(r"calls=(\d+) seconds=([\d.]+) p50_us=(\d+) p99_us=(\d+)", out)
     return int(m.group(1)), float(m.group(2)), int(m.group(3)) / 1000, int(m.group(4)) / 1000
@@ -70,7 +81,7 @@ def grpc_load(port, conns, seconds):
 
 def one_grpc_run(runtime, port, conns):
     env = dict(os.environ, WORKERS=WORKERS)
-    proc = subprocess.Popen([grpc_binary, "server", runtime, str(port)], env=env)
+    proc = subprocess.Popen(pinned([grpc_binary, "server", runtime, str(port)], PIN_SERVER), env=env)
     try:
         wait_until_up(port, proc)
         grpc_load(port, conns, 1)
@@ -87,14 +98,15 @@ def one_run(runtime, port, conns, path):
     if GRPC:
         return one_grpc_run(runtime, port, conns)
     env = dict(os.environ, WORKERS=WORKERS)
-    proc = subprocess.Popen([binary, runtime, str(port)], env=env)
+    proc = subprocess.Popen(pinned([binary, runtime, str(port)], PIN_SERVER), env=env)
     try:
         wait_until_up(port, proc)
         url = f"http://127.0.0.1:{port}{path}"
-        subprocess.run(["wrk", "-t1", f"-c{conns}", "-d1s", url],
+        subprocess.run(pinned(["wrk", f"-t{WRK_THREADS}", f"-c{conns}", "-d1s", url], PIN_LOAD),
                        check=True, capture_output=True)
         before = cpu_seconds(proc.pid)
-        out = subprocess.run(["wrk", "-t1", f"-c{conns}", f"-d{DURATION}s", "--latency", url],
+        out = subprocess.run(pinned(["wrk", f"-t{WRK_THREADS}", f"-c{conns}", f"-d{DURATION}s",
+                                     "--latency", url], PIN_LOAD),
                              check=True, capture_output=True, text=True).stdout
         cpu = cpu_seconds(proc.pid) - before
     finally:
@@ -123,7 +135,7 @@ for r in range(ROUNDS):
                       f"p99 {res['p99']:.2f} ms", flush=True)
 
 med = lambda rows, k: statistics.median(x[k] for x in rows)
-load = "grpc_bench load (1 thread, 4 connections)" if GRPC else "wrk -t1"
+load = "grpc_bench load (1 thread, 4 connections)" if GRPC else f"wrk -t{WRK_THREADS}"
 print(f"\nmedians of {ROUNDS} rounds, {WORKERS} workers, {load} -d{DURATION}s, "
       f"{os.cpu_count()} CPUs shared by the load and the server")
 print("| path | conns | numa_rt req/s | tokio req/s | req/s ratio | numa_rt µs CPU/req | "
