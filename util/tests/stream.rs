@@ -7,7 +7,12 @@ use numa_rt_util::stream::wrappers::{
     IntervalStream, JoinSetStream, ReadDirStream, ReceiverStream, SignalStream, TcpListenerStream,
     UnixListenerStream,
 };
-use numa_rt_util::stream::{Elapsed, StreamExt, StreamMap, TimedStreamExt};
+// futures' StreamExt, not tokio-stream's: a build that turns on tokio-stream's `time`
+// feature (tokio-test and console-subscriber do, in this workspace) gives
+// tokio-stream's trait its own `timeout` and `throttle`, and with both traits
+// in scope the calls would be ambiguous.
+use futures::StreamExt;
+use numa_rt_util::stream::{Elapsed, StreamMap, TimedStreamExt};
 use tokio::sync::mpsc;
 
 fn ms(n: u64) -> Duration {
