@@ -91,7 +91,7 @@ type BoxError = Box<dyn StdError + Send + Sync>;
 /// `accept` never fails: errors are handled inside as the module docs say.
 pub trait Listener: Send + 'static {
     /// An accepted connection.
-    type Io: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static;
+    type Io: AsyncRead + AsyncWrite + Unpin + Send + 'static;
     /// The peer's address.
     type Addr: Send;
 
@@ -392,7 +392,19 @@ where
         ServeFuture(Box::pin(async move {
             loop {
                 let (io, addr) = listener.accept().await;
-                let service = make_connection_service(&mut make_service, &io, addr).await;
+                make_service_ready::<M, IncomingStream<'_, L>>(&mut make_service).await;
+                // The socket is lent to the make-service only inside `call`'s
+                // future (so `L::Io` need not be `Sync`).
+                let service = match make_service
+                    .call(IncomingStream {
+                        io: &io,
+                        remote_addr: addr,
+                    })
+                    .await
+                {
+                    Ok(service) => service,
+                    Err(never) => match never {},
+                };
                 spawn_connection(io, service, None);
             }
         }))
@@ -434,7 +446,19 @@ where
                     conn = listener.accept() => conn,
                     () = signal.as_mut() => break,
                 };
-                let service = make_connection_service(&mut make_service, &io, addr).await;
+                make_service_ready::<M, IncomingStream<'_, L>>(&mut make_service).await;
+                // The socket is lent to the make-service only inside `call`'s
+                // future (so `L::Io` need not be `Sync`).
+                let service = match make_service
+                    .call(IncomingStream {
+                        io: &io,
+                        remote_addr: addr,
+                    })
+                    .await
+                {
+                    Ok(service) => service,
+                    Err(never) => match never {},
+                };
                 let guard = ShutdownGuard {
                     stop: stop_rx.clone(),
                     _open: open_rx.clone(),
@@ -460,24 +484,14 @@ struct ShutdownGuard {
     _open: watch::Receiver<()>,
 }
 
-async fn make_connection_service<L, M, S>(make_service: &mut M, io: &L::Io, addr: L::Addr) -> S
+/// Waits until the make-service is ready (it never fails: its error type is
+/// `Infallible`).
+async fn make_service_ready<M, R>(make_service: &mut M)
 where
-    L: Listener,
-    M: for<'a> Service<IncomingStream<'a, L>, Error = Infallible, Response = S>,
+    M: Service<R, Error = Infallible>,
 {
-    let ready = std::future::poll_fn(|cx| make_service.poll_ready(cx)).await;
-    match ready {
+    match std::future::poll_fn(|cx| make_service.poll_ready(cx)).await {
         Ok(()) => {}
-        Err(never) => match never {},
-    }
-    let made = make_service
-        .call(IncomingStream {
-            io,
-            remote_addr: addr,
-        })
-        .await;
-    match made {
-        Ok(service) => service,
         Err(never) => match never {},
     }
 }
