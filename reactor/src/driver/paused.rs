@@ -5,16 +5,20 @@
 //!
 //! # Who auto-advances
 //!
-//! The thread that makes the runtime idle: an M about to block in its park
-//! ([`Driver::park`](super::Driver::park) calls [`advance_if_idle`] first),
-//! a `block_on` about to park (`Reactor::auto_advance_parking`), and, as a
-//! fallback for idleness nobody parks into (a blocking-pool task that ends
-//! without waking anything), the monitor thread once per round
-//! ([`Reactor::auto_advance`]). So the clock jumps to the next deadline as
-//! soon as the last thread goes idle, with no monitor round in between: a
-//! sleep in paused time costs a few microseconds, as on tokio's
-//! current-thread runtime (10,000 random sleeps: 10.9 s at one deadline per
-//! monitor round, now well under a second).
+//! An M about to block in its park ([`Driver::park`](super::Driver::park)
+//! calls [`advance_if_idle`] first) when it is the last thread to go idle.
+//! A `block_on` about to park (`Reactor::auto_advance_parking`) and the
+//! monitor thread once per round ([`Reactor::auto_advance`], the fallback
+//! for idleness nobody parks into: a blocking-pool task that ends without
+//! waking anything) only check, and when the runtime is idle unpark the M
+//! of the P with the earliest timer, which advances as it parks again.
+//! Only M's advance because only an M knows it has no event in hand: one
+//! whose `epoll_wait` has just returned still looks parked to any other
+//! thread until it has dispatched what it got. So the clock jumps to the
+//! next deadline as soon as the last thread goes idle, with no monitor
+//! round in between: a sleep in paused time costs a few microseconds, as on
+//! tokio's current-thread runtime (10,000 random sleeps: 10.9 s at one
+//! deadline per monitor round, now well under a second).
 //!
 //! # Why it is race-free enough
 //!
@@ -116,14 +120,29 @@ pub(crate) fn advance_if_idle(shared: &Shared, parking: Option<usize>) -> usize 
         if crate::sys::any_readable(&shared.io_fds()) {
             return 0;
         }
-        let Some(next) = shared
+        let Some((next, owner)) = shared
             .ps
             .iter()
-            .filter_map(|p| p.timers.next_deadline())
+            .enumerate()
+            .filter_map(|(i, p)| p.timers.next_deadline().map(|d| (d, i)))
             .min()
         else {
             return 0;
         };
+        if parking.is_none() {
+            // Not an M (the monitor, or a `block_on` about to park): hand
+            // the advance to the M of the P that owns the earliest timer.
+            // An M whose `epoll_wait` has just returned an event (consumed:
+            // the peek above cannot see it) still looks parked until it has
+            // dispatched it; advancing from here could then fire a timeout
+            // around a read whose reply that M is about to deliver (seen on
+            // one P in a slow TCG guest: the monitor advanced past an echo
+            // reply, issue 45). The woken M finds nothing to run, parks
+            // again and advances itself, after its own events: on one P
+            // nobody else advances, so ready I/O always comes first.
+            shared.ps[owner].unpark();
+            return 0;
+        }
         if !shared.clock.advance_to(next) {
             return 0;
         }
@@ -230,20 +249,22 @@ impl Reactor {
     }
 
     /// The auto-advance, from the monitor thread (the executor's sysmon):
-    /// if the clock is paused and the whole runtime is idle, moves the clock
-    /// to the earliest pending deadline of all P's and wakes the timers due
-    /// then, on the calling thread. Returns whether it woke any. The threads
-    /// that go idle advance by themselves (see the module docs); this round
-    /// catches idleness nobody parked into.
+    /// if the clock is paused and the whole runtime is idle, unparks the M
+    /// of the P with the earliest timer, which advances the clock as it
+    /// parks again (only M's advance: see the module docs). Returns whether
+    /// it woke any timer itself (never, now; kept for the caller's
+    /// bookkeeping). The threads that go idle advance by themselves; this
+    /// round catches idleness nobody parked into.
     pub fn auto_advance(&self) -> bool {
         advance_if_idle(&self.shared, None) > 0
     }
 
     /// The auto-advance from a thread about to park in `block_on` (already
     /// counted as parked by the executor, its wake flag registered and
-    /// clear): a timer it wakes that is this `block_on`'s own sets the flag,
-    /// and the park that follows returns at once. Returns how many timers
-    /// it woke. A Relaxed load and nothing else while time runs.
+    /// clear): if the runtime is idle it unparks the M that advances (see
+    /// the module docs); a timer of this `block_on` that M fires sets the
+    /// flag and wakes it. Returns how many timers it woke itself (none). A
+    /// Relaxed load and nothing else while time runs.
     pub fn auto_advance_parking(&self) -> usize {
         if !self.shared.clock.is_paused() {
             return 0;
