@@ -99,7 +99,7 @@ build=(cargo test --workspace --release --no-run --message-format=json)
 # With the build up to date cargo only prints the executables again.
 "${build[@]}" 2>"$work/build.err" \
   | jq -r 'select(.reason == "compiler-artifact" and .profile.test == true and .executable != null)
-           | "\(.package_id | if test("#[^@/]+@") then capture("#(?<n>[^@/]+)@").n else capture("/(?<n>[^/#]+)#").n end)/\(if .target.kind == ["lib"] or .target.kind == ["proc-macro"] then "lib" else .target.name end)\t\(.executable)"' \
+           | "\(.package_id | if test("#[^@/]+@") then capture("#(?<n>[^@/]+)@").n else capture("/(?<n>[^/#]+)#").n end)/\(if .target.kind == ["lib"] or .target.kind == ["proc-macro"] then "lib" else .target.name end)\t\(.executable)\t\(.manifest_path | sub("/Cargo.toml$"; ""))"' \
   | sort -u >"$list" || { cat "$work/build.err" >&2; exit 2; }
 [ -s "$list" ] || { echo "numa-guest: the build listed no test binaries" >&2; cat "$work/build.err" >&2; exit 2; }
 
@@ -140,8 +140,17 @@ printf 'root:x:0:\n' >"$fs/etc/group"
 sysroot_lib=$(rustc --print target-libdir)
 libs=$work/libs.txt
 : >"$libs"
-while IFS=$'\t' read -r name exe; do
+# The sources (git's tracked files, 4 MB): cargo runs a test binary in its
+# package's directory, and some tests read files there (Cargo.toml).
+mkdir -p "$fs/src"
+{ git ls-files -z 2>/dev/null \
+    || find . \( -path ./target -o -path ./.git \) -prune -o -type f -print0; } \
+  | cpio -0 -pdm --quiet "$fs/src"
+: >"$fs/etc/dirs.tsv"
+while IFS=$'\t' read -r name exe dir; do
   if [ -n "$only" ] && ! [[ $name =~ $only ]]; then continue; fi
+  rel=${dir#"$root"}
+  printf '%s\t/src%s\n' "$name" "$rel" >>"$fs/etc/dirs.tsv"
   out=$fs/t/${name//\//__}
   cp "$exe" "$out"
   strip --strip-debug "$out" 2>/dev/null || true
@@ -200,11 +209,14 @@ for bin in /t/*; do
     echo "NOTE $name runs with '$args': $reason"
   fi
   t0=$(now)
-  # Each binary runs from a fresh directory (some tests write files there).
-  mkdir -p /tmp/run && cd /tmp/run
+  # In its package's directory, as cargo runs it.
+  dir=$(grep "^$name	" /etc/dirs.tsv | cut -f2)
+  cd "${dir:-/tmp}"
   timeout -s KILL "$per_binary" "$bin" $args >/tmp/out 2>&1
   rc=$?
-  cd /tmp && rm -rf /tmp/run
+  cd /tmp
+  # What a test reports for the log (a measurement, or why it skipped).
+  grep -E 'SKIPPED:|^REPORT:' /tmp/out | sed "s,^,  > ,"
   t1=$(now)
   secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
   summary=$(grep '^test result:' /tmp/out | tail -1)
@@ -241,7 +253,7 @@ qpid=$!
 # Follow the log as it comes: the binaries' lines, their failures, the summary.
 # (The firmware's and the kernel's terminal resets are stripped.)
 tail -n +1 -f --pid=$qpid "$log" | sed -u -E 's/\r//g; s/\x1bc//g; s/\x1b\[[0-9;?]*[a-zA-Z]//g' \
-  | grep --line-buffered -E '^(GUEST|RESULT|NOTE|SUMMARY|  \| )'
+  | grep --line-buffered -E '^(GUEST|RESULT|NOTE|SUMMARY|  \| |  > )'
 wait $qpid
 qrc=$?
 set -e
