@@ -243,6 +243,7 @@ echo "numa-guest: $topo: $nodes nodes, $smp vCPUs, $count binaries, initramfs $(
 
 # ---- boot ----------------------------------------------------------------------
 log=$work/guest.log
+: >"$log" # before `tail -f` below, which may start before qemu's redirection
 # The whole run may not take longer than every binary at its limit, plus boot.
 overall=$(( count * per_binary + 300 ))
 set +e
