@@ -526,9 +526,9 @@ impl Handle {
             if !ran && !notified.load(Acquire) && local.is_empty() {
                 block_ons.parked.fetch_add(1, Relaxed);
                 // Paused time: if this thread is the last to go idle, it
-                // moves the clock to the next deadline itself. A timer of
-                // its own future sets `notified` and the park below returns
-                // at once.
+                // unparks the M that moves the clock to the next deadline
+                // (only M's advance: reactor `driver/paused.rs`). A timer of
+                // its own future sets `notified` and unparks this thread.
                 self.shared.reactor.auto_advance_parking();
                 if self.shared.config.deadlock != crate::DeadlockMode::Off
                     || self.shared.reactor.is_clock_paused()

@@ -89,6 +89,21 @@ fn schedtrace_prints_go_lines_with_nodes_and_procs() {
                 }
             }
         });
+        // The layout the trace must show: which node holds which P's (one
+        // node with both on most machines; one P each on a 2-node kernel,
+        // where the random start node decides which P goes where).
+        let m = rt.metrics();
+        for n in 0..m.num_nodes() {
+            let procs = m.node(n).procs;
+            eprintln!(
+                "LAYOUT {n} {}",
+                procs
+                    .iter()
+                    .map(|p| p.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+        }
         return;
     }
     let (ok, err) = child(NAME, &[("NUMA_RT_SCHEDTRACE", "20,detail")]);
@@ -112,18 +127,41 @@ fn schedtrace_prints_go_lines_with_nodes_and_procs() {
         .unwrap_or_else(|_| panic!("bad time in {line:?}"));
     let queues = line.rsplit('[').next().unwrap().trim_end_matches(']');
     assert_eq!(queues.split(' ').count(), 2, "{line:?}");
-    assert!(
-        err.lines().any(|l| l.starts_with("  node=0 procs=0-1")),
-        "{err}"
-    );
-    assert!(
-        err.lines().any(|l| l.starts_with("  P0: node=0 status=")),
-        "{err}"
-    );
-    assert!(
-        err.lines().any(|l| l.starts_with("  P1: node=0 status=")),
-        "{err}"
-    );
+    // One `node=` line per node, with its P range, and one line per P that
+    // names its node, as the child's runtime laid them out.
+    let layout: Vec<(usize, Vec<usize>)> = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("LAYOUT "))
+        .map(|l| {
+            let (n, procs) = l.split_once(' ').unwrap_or((l, ""));
+            let procs = procs.split(',').filter(|p| !p.is_empty());
+            (
+                n.parse().unwrap(),
+                procs.map(|p| p.parse().unwrap()).collect(),
+            )
+        })
+        .collect();
+    assert!(!layout.is_empty(), "the child printed no layout:\n{err}");
+    let placed: usize = layout.iter().map(|(_, ps)| ps.len()).sum();
+    assert_eq!(placed, 2, "{layout:?}");
+    for (n, procs) in &layout {
+        let range = match (procs.first(), procs.last()) {
+            (Some(a), Some(b)) => format!("{a}-{b}"),
+            _ => "none".into(),
+        };
+        let want = format!("  node={n} procs={range} ");
+        assert!(
+            err.lines().any(|l| l.starts_with(&want)),
+            "{want:?} missing:\n{err}"
+        );
+        for p in procs {
+            let want = format!("  P{p}: node={n} status=");
+            assert!(
+                err.lines().any(|l| l.starts_with(&want)),
+                "{want:?} missing:\n{err}"
+            );
+        }
+    }
 }
 
 /// The schedtrace shows a hub: its polls per P (`batchhubs=`) and its batch

@@ -8,37 +8,88 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use common::{block_on, count_waker, setup};
-use futures::stream::{FuturesUnordered, StreamExt};
 use numa_rt_reactor::time::{self, error::Elapsed, MissedTickBehavior};
 
+/// Timers registered in a scrambled order are woken in deadline order,
+/// also when several 1 ms slots expire in one turn of the wheel (it sorts
+/// what one advance fires by deadline). Each sleep is registered with a
+/// waker of its own that logs its deadline when woken, so the log is the
+/// order in which the driver woke them. Every sleep is registered before
+/// the first deadline: a sleep first polled after its deadline completes
+/// at once by design (what failed on a slow TCG guest with a 5 ms lead). If
+/// registering took longer than the lead, the round is dropped and run
+/// again with a lead ten times longer. (Through `FuturesUnordered`, as
+/// before, the completion order is not the wake order: it yields after 32
+/// polls, and futures not yet polled with its wakers sit ahead of the ones
+/// woken since in its ready queue.)
 #[test]
 fn timers_fire_in_deadline_order() {
+    use std::sync::{Arc, Mutex};
+    use std::task::{Wake, Waker};
+
+    struct Logs {
+        at: Instant,
+        log: Arc<Mutex<Vec<Instant>>>,
+    }
+    impl Wake for Logs {
+        fn wake(self: Arc<Self>) {
+            self.log.lock().unwrap().push(self.at);
+        }
+    }
+
     let (reactor, mut d, _g) = setup(1);
-    let start = Instant::now() + Duration::from_millis(5);
     // A scrambled set of distinct deadlines, 1 ms apart.
     let offsets: Vec<u64> = (0..40u64).map(|i| (i * 17) % 40).collect();
-    let order = block_on(&mut d[0], async {
-        let mut all: FuturesUnordered<_> = offsets
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let mut lead = Duration::from_millis(5);
+    let (start, mut sleeps) = loop {
+        let start = Instant::now() + lead;
+        let mut sleeps: Vec<_> = offsets
             .iter()
-            .map(|&k| {
-                let at = start + Duration::from_millis(k);
-                async move {
-                    time::sleep_until(at).await;
-                    at
-                }
-            })
+            .map(|&k| Box::pin(time::sleep_until(start + Duration::from_millis(k))))
             .collect();
-        let mut order = Vec::new();
-        while let Some(at) = all.next().await {
-            order.push(at);
+        let all_pending = sleeps.iter_mut().all(|s| {
+            let waker = Waker::from(Arc::new(Logs {
+                at: s.deadline(),
+                log: log.clone(),
+            }));
+            s.as_mut()
+                .poll(&mut Context::from_waker(&waker))
+                .is_pending()
+        });
+        if all_pending && Instant::now() < start {
+            break (start, sleeps);
         }
-        order
-    });
+        assert!(
+            lead < Duration::from_secs(50),
+            "40 sleeps took {lead:?} to register"
+        );
+        drop(sleeps);
+        log.lock().unwrap().clear();
+        lead *= 10;
+    };
+    // Drive the driver until every sleep has been woken.
+    block_on(
+        &mut d[0],
+        std::future::poll_fn(|_| {
+            if log.lock().unwrap().len() == offsets.len() {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        }),
+    );
+    let order = log.lock().unwrap().clone();
     assert_eq!(order.len(), offsets.len());
     assert!(
         order.windows(2).all(|w| w[0] <= w[1]),
-        "timers completed out of order"
+        "timers woken out of order: {:?}",
+        order.iter().map(|at| *at - start).collect::<Vec<_>>()
     );
+    let (_, waker) = count_waker();
+    for s in &mut sleeps {
+        assert!(s.as_mut().poll(&mut Context::from_waker(&waker)).is_ready());
+    }
     assert!(Instant::now() >= start + Duration::from_millis(39));
     assert_eq!(reactor.pending_timers(), 0);
 }

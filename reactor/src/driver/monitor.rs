@@ -429,6 +429,9 @@ fn poll_unwatched(sh: &Shared, polled: &mut Vec<(u64, Instant)>, now: Instant) -
         }
         let mut wakeups = Wakeups::default();
         let mut timers = Vec::new();
+        // Paused time must not advance while this holds events it has
+        // taken from the poller and not yet fired (see `paused`).
+        sh.paused.monitor_drain_begins();
         if let Help::Drained = help(p, &mut wakeups, &mut timers) {
             // Our own drain moved the count: it is not someone else's.
             polled[i].0 = p.stats.drains.load(Relaxed);
@@ -440,6 +443,7 @@ fn poll_unwatched(sh: &Shared, polled: &mut Vec<(u64, Instant)>, now: Instant) -
             wakeups.fire();
             crate::current::set_firing_for(None);
         }
+        sh.paused.monitor_drain_ends();
     }
     fired
 }

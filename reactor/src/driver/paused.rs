@@ -5,16 +5,21 @@
 //!
 //! # Who auto-advances
 //!
-//! The thread that makes the runtime idle: an M about to block in its park
-//! ([`Driver::park`](super::Driver::park) calls [`advance_if_idle`] first),
-//! a `block_on` about to park (`Reactor::auto_advance_parking`), and, as a
-//! fallback for idleness nobody parks into (a blocking-pool task that ends
-//! without waking anything), the monitor thread once per round
-//! ([`Reactor::auto_advance`]). So the clock jumps to the next deadline as
-//! soon as the last thread goes idle, with no monitor round in between: a
-//! sleep in paused time costs a few microseconds, as on tokio's
-//! current-thread runtime (10,000 random sleeps: 10.9 s at one deadline per
-//! monitor round, now well under a second).
+//! An M about to block in its park ([`Driver::park`](super::Driver::park)
+//! calls [`advance_if_idle`] first) when it is the last thread to go idle.
+//! A `block_on` about to park (`Reactor::auto_advance_parking`) and the
+//! monitor thread once per round ([`Reactor::auto_advance`], the fallback
+//! for idleness nobody parks into: a blocking-pool task that ends without
+//! waking anything) check too, and when the runtime is idle with I/O
+//! sources registered they unpark the M of the P with the earliest timer,
+//! which advances as it parks again: only an M knows it has no event in
+//! hand, since one whose `epoll_wait` has just returned still looks parked
+//! to any other thread until it has dispatched what it got. Without
+//! sources there is no such event, and they advance themselves. So the clock jumps to the
+//! next deadline as soon as the last thread goes idle, with no monitor
+//! round in between: a sleep in paused time costs a few microseconds, as on
+//! tokio's current-thread runtime (10,000 random sleeps: 10.9 s at one
+//! deadline per monitor round, now well under a second).
 //!
 //! # Why it is race-free enough
 //!
@@ -34,7 +39,7 @@
 //! advance read. So two advances never run back to back while a task woken
 //! by the first is still to run.
 
-use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Waker;
 use std::time::Duration;
@@ -53,6 +58,28 @@ pub(crate) struct Paused {
     /// thread may not have left its park yet.
     block_ons: Mutex<Vec<(u64, Arc<AtomicBool>)>>,
     next_key: std::sync::atomic::AtomicU64,
+    /// Odd while the monitor drains a poller nobody watches
+    /// (`monitor::poll_unwatched`): bumped before its `epoll_wait` and after
+    /// it has fired what it found. An advance that reads the same even value
+    /// before its checks and after its I/O peek knows no such drain held an
+    /// event out of sight of both (a seqlock's read side).
+    monitor_drains: AtomicU64,
+}
+
+impl Paused {
+    /// The monitor is about to drain a poller (see `monitor_drains`).
+    pub(crate) fn monitor_drain_begins(&self) {
+        // SeqCst: pairs with the loads in `advance_if_idle`; the drain's
+        // epoll_wait comes after this store.
+        self.monitor_drains.fetch_add(1, SeqCst);
+    }
+
+    /// The monitor has fired what its drain found.
+    pub(crate) fn monitor_drain_ends(&self) {
+        // SeqCst: as above; the wake-ups it fired (queued tasks, which the
+        // executor's idle check sees) come before this store.
+        self.monitor_drains.fetch_add(1, SeqCst);
+    }
 }
 
 /// A `block_on` registered with [`Reactor::register_block_on`]; unregisters
@@ -90,6 +117,12 @@ pub(crate) fn advance_if_idle(shared: &Shared, parking: Option<usize>) -> usize 
         if !shared.clock.is_paused() || shared.is_shutdown() {
             return 0;
         }
+        // SeqCst: pairs with the monitor's bumps around a drain (see
+        // `Paused::monitor_drains`); read again after the I/O peek below.
+        let drains = shared.paused.monitor_drains.load(SeqCst);
+        if drains % 2 == 1 {
+            return 0;
+        }
         // SeqCst pairs with the stores around each M's epoll_wait in
         // `Driver::park`: an M seen parked here had nothing to run when it
         // parked (the executor's hook covers its queues).
@@ -116,14 +149,42 @@ pub(crate) fn advance_if_idle(shared: &Shared, parking: Option<usize>) -> usize 
         if crate::sys::any_readable(&shared.io_fds()) {
             return 0;
         }
-        let Some(next) = shared
+        // The monitor's drain of an unwatched poller takes events out of
+        // the peek's sight before its wake-ups queue the tasks that the idle
+        // check above would see: one that began or ended since the first
+        // read may hold a reply in hand (the port's idle-connection test in
+        // the 4-node guest: its 30 s idle timeout fired at once).
+        if shared.paused.monitor_drains.load(SeqCst) != drains {
+            return 0;
+        }
+        let Some((next, owner)) = shared
             .ps
             .iter()
-            .filter_map(|p| p.timers.next_deadline())
+            .enumerate()
+            .filter_map(|(i, p)| p.timers.next_deadline().map(|d| (d, i)))
             .min()
         else {
             return 0;
         };
+        if parking.is_none() && has_io_sources(shared) {
+            // Not an M (the monitor, or a `block_on` about to park), with
+            // I/O registered: hand the advance to the M of the P that owns
+            // the earliest timer. An M whose `epoll_wait` has just returned
+            // an event (consumed: the peek above cannot see it) still looks
+            // parked until it has dispatched it; advancing from here could
+            // then fire a timeout around a read whose reply that M is about
+            // to deliver (seen on one P in a slow TCG guest: the monitor
+            // advanced past an echo reply, issue 45). The woken M finds
+            // nothing to run, parks again and advances itself, after its
+            // own events: on one P nobody else advances, so ready I/O always
+            // comes first. Without sources no such event exists (the
+            // timerfds are disarmed while paused; an unpark comes with
+            // queued work, which the executor's check sees), and advancing
+            // here saves an M's wake-up per deadline (10,000 sleeps in a
+            // `block_on` took 6.5 s in a TCG guest with one per deadline).
+            shared.ps[owner].unpark();
+            return 0;
+        }
         if !shared.clock.advance_to(next) {
             return 0;
         }
@@ -141,6 +202,12 @@ pub(crate) fn advance_if_idle(shared: &Shared, parking: Option<usize>) -> usize 
         }
     }
     0
+}
+
+/// Whether any P's poller has an I/O source registered (its sources lock,
+/// briefly, per P; only while the clock is paused).
+fn has_io_sources(shared: &Shared) -> bool {
+    shared.ps.iter().any(|p| lock(&p.sources).len() > 0)
 }
 
 /// Wakes every timer due at the paused clock's now, across all P's, in
@@ -230,20 +297,22 @@ impl Reactor {
     }
 
     /// The auto-advance, from the monitor thread (the executor's sysmon):
-    /// if the clock is paused and the whole runtime is idle, moves the clock
-    /// to the earliest pending deadline of all P's and wakes the timers due
-    /// then, on the calling thread. Returns whether it woke any. The threads
-    /// that go idle advance by themselves (see the module docs); this round
-    /// catches idleness nobody parked into.
+    /// if the clock is paused and the whole runtime is idle, unparks the M
+    /// of the P with the earliest timer, which advances the clock as it
+    /// parks again (only M's advance: see the module docs). Returns whether
+    /// it woke any timer itself (never, now; kept for the caller's
+    /// bookkeeping). The threads that go idle advance by themselves; this
+    /// round catches idleness nobody parked into.
     pub fn auto_advance(&self) -> bool {
         advance_if_idle(&self.shared, None) > 0
     }
 
     /// The auto-advance from a thread about to park in `block_on` (already
     /// counted as parked by the executor, its wake flag registered and
-    /// clear): a timer it wakes that is this `block_on`'s own sets the flag,
-    /// and the park that follows returns at once. Returns how many timers
-    /// it woke. A Relaxed load and nothing else while time runs.
+    /// clear): if the runtime is idle it unparks the M that advances (see
+    /// the module docs); a timer of this `block_on` that M fires sets the
+    /// flag and wakes it. Returns how many timers it woke itself (none). A
+    /// Relaxed load and nothing else while time runs.
     pub fn auto_advance_parking(&self) -> usize {
         if !self.shared.clock.is_paused() {
             return 0;
