@@ -1,6 +1,9 @@
 //! The scheduler: processors (P), machines (M) and the policy that decides
 //! where a runnable task (G) goes.
 //!
+//! - `build`: building the shared state; `spawn`: where a new task goes;
+//!   `wake`: where a woken task goes and who is woken for it (Go's
+//!   `wakep`), and `any_work`; `shutdown`: stopping and draining.
 //! - [`processor`]: a P's shared face (what thieves and wakers see) and its
 //!   `Core` (what only the M holding it touches).
 //! - [`machine`]: an M's shared face (its node, pinned queue, seat, hand-off

@@ -75,6 +75,11 @@
 //! Every figure comes from the counters `RuntimeMetrics` reads: one source.
 //! The network poll of Go's sysmon is the reactor's part of the round
 //! (`driver::monitor`); docs/architecture.md, "sysmon", has all of it.
+//!
+//! Files: this one is the round (`Sysmon::tick`); `stall` judges and
+//! retakes stuck P's, `offer` offers queues kept behind long polls,
+//! `deadlock` says whether the runtime is asleep (for the diagnostic and
+//! paused time), `trace` formats the schedtrace and the task dump.
 
 mod deadlock;
 mod offer;
@@ -98,7 +103,7 @@ pub(crate) struct Sysmon {
     shared: Weak<Shared>,
     state: Mutex<State>,
     /// Whether this kernel keeps `schedstat` (read once, on the building
-    /// thread): where it does not, [`judge_stall`] uses its fallback
+    /// thread): where it does not, [`judge_stall`](stall::judge_stall) uses its fallback
     /// without trying to open a file per stall.
     schedstat: bool,
 }
@@ -108,7 +113,7 @@ struct State {
     /// Per P: its poll count when first seen inside the same poll, when,
     /// and whether that stall was reported.
     stalls: Vec<Option<Stall>>,
-    /// Per P: its M's `schedstat`, kept open (see [`judge_stall`]); `None`
+    /// Per P: its M's `schedstat`, kept open (see [`judge_stall`](stall::judge_stall)); `None`
     /// until needed, or where it cannot be read.
     schedstats: Vec<Option<SchedStatFile>>,
     /// When the next schedtrace is due.
