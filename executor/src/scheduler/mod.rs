@@ -43,6 +43,7 @@ pub(crate) mod processor;
 pub(crate) mod seat;
 mod shutdown;
 mod spawn;
+mod steal;
 pub(crate) mod thread_life;
 mod wake;
 pub(crate) mod worker;

@@ -3,7 +3,8 @@
 
 use super::placement::{self, Look};
 use super::processor::{Core, Processor};
-use super::{context, Node, Shared};
+use super::steal::{Seen, StealFrom};
+use super::{context, Shared};
 use crate::task::registry::Registry;
 use crate::task::Runnable;
 use std::sync::atomic::{fence, Ordering::*};
@@ -282,28 +283,27 @@ impl Shared {
             // look everywhere they may take from.
             return false;
         }
-        // What `Worker::steal` may take, in its order: this node's rings, and
-        // only if none of them holds even owner-only work, saturated nodes' queues.
-        let look = |n: &Node| {
-            let mut seen = Look::Nothing;
-            for q in &self.procs[n.procs.clone()] {
+        // What `Worker::steal` may take, along its walk: this node's rings,
+        // and only if none of them holds even owner-only work, saturated
+        // nodes' queues and rings.
+        let look = |n: usize| {
+            let mut seen = Seen::Nothing;
+            for q in &self.procs[self.nodes[n].procs.clone()] {
                 match self.steal_look(q, false) {
                     _ if q.index == me => {}
-                    l if l.stealable() => return l,
-                    Look::OwnerOnly => seen = Look::OwnerOnly,
+                    l if l.stealable() => return Seen::Found(()),
+                    Look::OwnerOnly => seen = Seen::OwnerOnly,
                     _ => {}
                 }
             }
             seen
         };
-        match look(&self.nodes[p.node]) {
-            l if l.stealable() => return true,
-            Look::OwnerOnly => return false,
-            _ => {}
-        }
-        self.nodes.iter().enumerate().any(|(k, n)| {
-            k != p.node && self.saturated(k) && (!n.inject.is_empty() || look(n).stealable())
-        })
+        let seen = self.steal_walk(p.node, |from| match from {
+            StealFrom::OwnProcs(n) | StealFrom::NodeProcs(n) => look(n),
+            StealFrom::NodeQueue(n) if !self.nodes[n].inject.is_empty() => Seen::Found(()),
+            StealFrom::NodeQueue(_) => Seen::Nothing,
+        });
+        seen == Seen::Found(())
     }
 }
 

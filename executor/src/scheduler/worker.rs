@@ -22,6 +22,7 @@
 use super::machine::Machine;
 use super::placement::{Look, Next};
 use super::processor::{Core, Processor};
+use super::steal::{Seen, StealFrom};
 use super::{BoxCore, Shared};
 use crate::task::Runnable;
 use crate::tuning::{MAX_LIFO_POLLS, QUIET_POLLS, REMOTE_GRACE, RUNNEXT_GRACE, STEAL_PASSES};
@@ -580,55 +581,38 @@ impl Worker {
                 .any(|&rn| shared.saturated(rn))
     }
 
-    /// Steals, nearest first: P's of this node (four passes, `runnext` on the
-    /// last), then remote node queues (nearest node first), then remote P's.
-    /// Remote stealing starts only once this node has nothing.
+    /// Steals along the steal order ([`Shared::steal_walk`]): P's of this
+    /// node (four passes, `runnext` on the last), then remote node queues
+    /// (nearest node first), then remote P's. Remote stealing starts only
+    /// once this node has nothing, owner-only work included.
     fn steal(&self, core: &mut Core) -> Result<Runnable, Empty> {
         let shared = &*self.shared;
-        let node = &shared.nodes[core.node];
         let m = &shared.procs[core.index].metrics;
-        match self.steal_passes(core, node.procs.clone()) {
-            Ok((t, n)) => {
-                m.steals.add(n as u64);
-                m.local_steals.incr();
-                return Ok(t);
+        let seen = shared.steal_walk(core.node, |from| match from {
+            StealFrom::OwnProcs(n) | StealFrom::NodeProcs(n) => {
+                match self.steal_passes(core, shared.nodes[n].procs.clone()) {
+                    Ok((t, k)) => Seen::Found((t, k, from)),
+                    Err(Empty { owner_only: true }) => Seen::OwnerOnly,
+                    Err(Empty { owner_only: false }) => Seen::Nothing,
+                }
             }
-            // This node still has owner-only work (a kept batch, a reserve): it
-            // is not out of work, and a steal across nodes moves a task
-            // further than the local steal the policy just refused. Issue 4's order
-            // ("a P of another node takes it only when the thief's own node has
-            // nothing to run") holds for owner-only work as for stealable work.
-            Err(e @ Empty { owner_only: true }) => return Err(e),
-            Err(Empty { owner_only: false }) => {}
+            StealFrom::NodeQueue(n) => match shared.nodes[n].inject.pop_unserved(REMOTE_GRACE) {
+                Some(t) => Seen::Found((t, 1, from)),
+                None => Seen::Nothing,
+            },
+        });
+        match seen {
+            Seen::Found((t, k, from)) => {
+                m.steals.add(k as u64);
+                match from {
+                    StealFrom::OwnProcs(_) => m.local_steals.incr(),
+                    StealFrom::NodeQueue(_) | StealFrom::NodeProcs(_) => m.remote_steals.incr(),
+                }
+                Ok(t)
+            }
+            Seen::OwnerOnly => Err(Empty { owner_only: true }),
+            Seen::Nothing => Err(Empty { owner_only: false }),
         }
-        if node.remote_order.is_empty() {
-            return Err(Empty { owner_only: false });
-        }
-        // Other nodes only where nobody of their own can take the work: no
-        // idle P, no spinning M (docs/architecture.md, "Per node").
-        for &rn in &node.remote_order {
-            if !shared.saturated(rn) {
-                continue;
-            }
-            let inject = &shared.nodes[rn].inject;
-            if let Some(t) = inject.pop_unserved(REMOTE_GRACE) {
-                m.remote_steals.incr();
-                m.steals.incr();
-                return Ok(t);
-            }
-        }
-        // Then their P's, nearest node first.
-        for &rn in &node.remote_order {
-            if !shared.saturated(rn) {
-                continue;
-            }
-            if let Ok((t, n)) = self.steal_passes(core, shared.nodes[rn].procs.clone()) {
-                m.steals.add(n as u64);
-                m.remote_steals.incr();
-                return Ok(t);
-            }
-        }
-        Err(Empty { owner_only: false })
     }
 
     /// Runs up to [`STEAL_PASSES`] passes over `victims`, `runnext` on the
