@@ -1,7 +1,6 @@
 //! The schedtrace lines and the task dump.
 
 use crate::metrics::RuntimeMetrics;
-use crate::scheduler::placement::hub_mode::Mode;
 use crate::scheduler::Shared;
 use crate::task::{TaskDump, TaskInfo, TaskState};
 use std::fmt::Write as _;
@@ -125,20 +124,7 @@ pub(crate) fn schedtrace(shared: &Arc<Shared>, detail: bool) -> String {
                 .iter()
                 .take(8)
                 .map(|&(b, n)| {
-                    let hub = if !shared.policy.hubs.is_hub_id(b, now_ms) {
-                        ""
-                    } else {
-                        match shared
-                            .policy
-                            .hub_modes
-                            .mode(u32::from(b) << crate::task::BATCH_SHIFT)
-                        {
-                            Some(Mode::Keep) => "(hub,kept)",
-                            Some(Mode::Spread) => "(hub,spread)",
-                            Some(Mode::Measuring) => "(hub,measuring)",
-                            None => "(hub)",
-                        }
-                    };
+                    let hub = shared.policy.batch_label(b, now_ms);
                     format!("{b}:{n}{hub}")
                 })
                 .collect();
@@ -187,7 +173,7 @@ pub(crate) fn dump(shared: &Shared) -> TaskDump {
         // that had been in one (a test saw it under load). Both read the
         // same atomic, so if the later load finds it unfinished, the
         // earlier one read its flags before they were cleared.
-        let batch = crate::scheduler::placement::batch::live_batch(meta, now).map(|b| b.get());
+        let batch = shared.policy.task_batch(meta, now).map(|b| b.get());
         if meta.is_finished() {
             return;
         }

@@ -17,6 +17,7 @@
 //! | [`Policy::look`], [`Policy::reserve`] | a thief, the park re-check, the wake rules | how much of a victim's ring stays with it? |
 //! | [`Policy::spreads_roots`] | a spawn right after an accept | round-robin, or `runnext`? |
 //! | [`Policy::wants_offer`], [`Policy::mark_long`] | sysmon, a P in long polls | lift its reserve? |
+//! | [`Policy::task_batch`], [`Policy::batch_label`], [`Policy::bq_len`] | sysmon's schedtrace and task dump | a task's batch; is it a hub's? |
 //!
 //! The policy sees queue lengths, the P's counters and its own state: per P
 //! the thief-visible [`Hints`] and the poll's [`RunningBatch`], per core the
@@ -66,7 +67,7 @@ mod rules;
 pub use rules::{Placement, Rule, PLACEMENT_ENV};
 
 use crate::counters::ProcCounters;
-use crate::task::{Runnable, TaskMeta};
+use crate::task::{BatchId, Runnable, TaskMeta};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 
@@ -200,9 +201,9 @@ pub(crate) enum Next {
 pub(crate) struct Policy {
     rules: Placement,
     /// The batches with a hub (see `batch::Hubs`).
-    pub(crate) hubs: batch::Hubs,
+    hubs: batch::Hubs,
     /// Whether each hub's batch is kept or spread, as measured.
-    pub(crate) hub_modes: hub_mode::HubModes,
+    hub_modes: hub_mode::HubModes,
 }
 
 /// The runtime's busy time (ns, every P's) so far, read only when a hub's
@@ -627,6 +628,29 @@ impl Policy {
     /// Diagnostics: the batch queue's length.
     pub(crate) fn bq_len(&self, hints: &Hints) -> u32 {
         hints.bq_len.load(Relaxed)
+    }
+
+    /// Diagnostics: the batch task `meta` is a live member of at `now_ms`
+    /// (`None`: in none, or its batch decayed), for the task dump.
+    pub(crate) fn task_batch(&self, meta: &TaskMeta, now_ms: u32) -> Option<BatchId> {
+        batch::live_batch(meta, now_ms)
+    }
+
+    /// Diagnostics: how the schedtrace marks batch `b` at `now_ms`:
+    /// nothing, or a hub's `(hub,<mode>)`.
+    pub(crate) fn batch_label(&self, b: u16, now_ms: u32) -> &'static str {
+        if !self.hubs.is_hub_id(b, now_ms) {
+            return "";
+        }
+        match self
+            .hub_modes
+            .mode(u32::from(b) << crate::task::BATCH_SHIFT)
+        {
+            Some(hub_mode::Mode::Keep) => "(hub,kept)",
+            Some(hub_mode::Mode::Spread) => "(hub,spread)",
+            Some(hub_mode::Mode::Measuring) => "(hub,measuring)",
+            None => "(hub)",
+        }
     }
 }
 
