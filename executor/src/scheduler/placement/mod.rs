@@ -145,16 +145,19 @@ impl RunningBatch {
     }
 }
 
-/// A P's owner-only policy state (in its `Core`).
+/// A P's owner-only policy state (in its `Core`). Its fields are the
+/// placement module's alone: the task addresses it keeps (the waker side
+/// of a wake edge, the last wakees) never leave it; the mechanism hands
+/// the policy `&TaskMeta` and gets back batch bits.
 pub(crate) struct Owner {
     /// The `TaskMeta` address of the task in a poll on this P (0 before the
     /// first): the waker side of a wake edge. Only dereferenced during that
     /// poll (`batch::learn_edge`); an address so that `Core` stays `Send`.
-    pub(crate) running_meta: usize,
+    running_meta: usize,
     /// Different tasks the poll in progress woke (see `batch::note_wake`).
-    pub(crate) poll_wakes: u32,
+    poll_wakes: u32,
     /// The last two tasks the poll woke.
-    pub(crate) last_wakees: [usize; 2],
+    last_wakees: [usize; 2],
     /// The batch queue: members of a kept hub batch displaced from
     /// `runnext`. Thieves never take from it.
     bq: VecDeque<Runnable>,
