@@ -1,5 +1,6 @@
 //! Spawn placement: where a new task goes.
 
+use super::placement::{Route, Spawned};
 use super::wake::schedule_task;
 use super::{context, Shared};
 use crate::task::{self, JoinHandle, Runnable};
@@ -95,24 +96,15 @@ impl Shared {
             drop(new.runnable);
             return new.handle;
         }
-        match place {
-            Place::Default => self.place_new(new.runnable, None),
-            Place::Node(n) => self.place_new(new.runnable, Some(n)),
-            Place::Near(a) => {
-                new.runnable.metadata().set_batch(a.batch);
-                let here = context::current_p_of(self);
-                match a.last_p.filter(|&p| p < self.active_procs()) {
-                    Some(p) if here != Some(p) => self.push_inbox(p, new.runnable),
-                    _ => self.enqueue(new.runnable, false, false),
-                }
-            }
-        }
+        self.place_new(new.runnable, place);
         new.handle
     }
 
     /// Where a new task goes: a requested node's queue (`spawn_on`); the next
     /// P round-robin for a root task (spawned right after an accept —
-    /// Vyukov's root distribution); otherwise like a wake-up (runnext).
+    /// Vyukov's root distribution); beside its anchor (`spawn_near`);
+    /// otherwise like a wake-up (runnext). The policy decides for roots
+    /// and near tasks (`Policy::route_new`); this carries it out.
     ///
     /// A root task stays one on a thread that holds no P: `block_on`
     /// accepting, or an M whose P sysmon is retaking or has retaken in the
@@ -122,26 +114,31 @@ impl Shared {
     /// before, lost the spread: an accept loop in `#[numa_rt::main]`'s body
     /// never dealt a connection, and a retaken poll's remaining connections
     /// went to whichever P looked first.
-    fn place_new(self: &Arc<Self>, task: Runnable, node: Option<usize>) {
-        if let Some(node) = node {
-            return self.push_node(node, task);
+    fn place_new(self: &Arc<Self>, task: Runnable, place: Place) {
+        let how = match place {
+            Place::Node(node) => return self.push_node(node, task),
+            Place::Near(a) => Spawned::Near(a),
+            // (The accept mark is taken either way: it is for this spawn only.)
+            Place::Default if numa_rt_reactor::context::take_accepted() && !self.is_shutdown() => {
+                Spawned::Root
+            }
+            Place::Default => return self.enqueue(task, false, false),
+        };
+        let route = self.policy.route_new(
+            task.metadata(),
+            how,
+            self.active_procs(),
+            || context::current_p_of(self),
+            || self.rr.fetch_add(1, Relaxed),
+        );
+        match route {
+            Route::Wake => self.enqueue(task, false, false),
+            Route::Root(p) => {
+                self.procs[p].metrics.root_tasks_received.incr_shared();
+                self.push_inbox(p, task)
+            }
+            Route::Near(p) => self.push_inbox(p, task),
         }
-        // (The accept mark is taken either way: it is for this spawn only.)
-        if numa_rt_reactor::context::take_accepted()
-            && self.policy.spreads_roots()
-            && !self.is_shutdown()
-        {
-            // Retired P's (above a shrunk quota) get none.
-            let n = self.active_procs().max(1);
-            let k = self.rr.fetch_add(1, Relaxed) % n;
-            let target = match context::current_p_of(self) {
-                Some(here) if k == here => (k + 1) % n,
-                _ => k,
-            };
-            self.procs[target].metrics.root_tasks_received.incr_shared();
-            return self.push_inbox(target, task);
-        }
-        self.enqueue(task, false, false);
     }
 
     /// Picks a node for work that comes from outside the runtime, round-robin

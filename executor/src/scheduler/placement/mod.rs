@@ -15,7 +15,7 @@
 //! | [`Policy::owner_next`] | `find_runnable`, after `runnext` | a batch-queue task, or a split |
 //! | [`Policy::on_tick`] | `find_runnable`, every `event_interval` ticks | split a batch queue for an idle P? |
 //! | [`Policy::look`], [`Policy::reserve`] | a thief, the park re-check, the wake rules | how much of a victim's ring stays with it? |
-//! | [`Policy::spreads_roots`] | a spawn right after an accept | round-robin, or `runnext`? |
+//! | [`Policy::route_new`] | a spawn right after an accept, `spawn_near` | round-robin, the anchor's P, or `runnext`? |
 //! | [`Policy::wants_offer`], [`Policy::mark_long`] | sysmon, a P in long polls | lift its reserve? |
 //! | [`Policy::task_batch`], [`Policy::batch_label`], [`Policy::bq_len`] | sysmon's schedtrace and task dump | a task's batch; is it a hub's? |
 //!
@@ -67,7 +67,7 @@ mod rules;
 pub use rules::{Placement, Rule, PLACEMENT_ENV};
 
 use crate::counters::ProcCounters;
-use crate::task::{BatchId, Runnable, TaskMeta};
+use crate::task::{Anchor, BatchId, Runnable, TaskMeta};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 
@@ -189,6 +189,25 @@ impl Owner {
     }
 }
 
+/// A new task the policy places ([`Policy::route_new`]).
+pub(crate) enum Spawned {
+    /// Spawned right after an accept: a connection's task.
+    Root,
+    /// Spawned beside the task the anchor names (`spawn_near`).
+    Near(Anchor),
+}
+
+/// Where [`Policy::route_new`] sends a new task.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// Where a wake would (`runnext`, or a node's queue off the workers).
+    Wake,
+    /// A root task, to this P's inbox.
+    Root(usize),
+    /// Beside its anchor, to this P's inbox.
+    Near(usize),
+}
+
 /// What the owner runs after `runnext` ([`Policy::owner_next`]).
 pub(crate) enum Next {
     /// A batch-queue task.
@@ -233,10 +252,48 @@ impl Policy {
         self.rules.has(r)
     }
 
-    /// [`Rule::Roots`].
-    #[inline]
-    pub(crate) fn spreads_roots(&self) -> bool {
-        self.on(Rule::Roots)
+    // ---- spawns ---------------------------------------------------------
+
+    /// Where a new task that is a root or placed beside another goes
+    /// (`Shared::place_new` asks; any other spawn goes where a wake would).
+    /// `active`: the P's allowed to take work (retired ones get none);
+    /// `here`: this thread's P, if it holds one; `next_root`: the runtime's
+    /// round-robin cursor, advanced by one.
+    ///
+    /// - [`Spawned::Root`] ([`Rule::Roots`], Vyukov): the next P
+    ///   round-robin, skipping this one, which runs the accept loop;
+    ///   with the rule off, like a wake.
+    /// - [`Spawned::Near`]: the anchor's batch, and the inbox of the P that
+    ///   last polled the anchor, unless that is this P (then like a wake) or
+    ///   retired, or the anchor never ran. `spawn_near` is the program's
+    ///   own request: it holds with every rule off.
+    pub(crate) fn route_new(
+        &self,
+        meta: &TaskMeta,
+        how: Spawned,
+        active: usize,
+        here: impl FnOnce() -> Option<usize>,
+        next_root: impl FnOnce() -> usize,
+    ) -> Route {
+        match how {
+            Spawned::Root if self.on(Rule::Roots) => {
+                let n = active.max(1);
+                let k = next_root() % n;
+                Route::Root(match here() {
+                    Some(here) if k == here => (k + 1) % n,
+                    _ => k,
+                })
+            }
+            Spawned::Root => Route::Wake,
+            Spawned::Near(a) => {
+                meta.set_batch(a.batch);
+                let here = here();
+                match a.last_p.filter(|&p| p < active) {
+                    Some(p) if here != Some(p) => Route::Near(p),
+                    _ => Route::Wake,
+                }
+            }
+        }
     }
 
     // ---- wakes ----------------------------------------------------------
