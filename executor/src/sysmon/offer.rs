@@ -37,14 +37,16 @@ pub(super) fn long_polls(last: (u64, u64, Instant), now: (u64, u64, Instant)) ->
 /// ring and a P is idle: its thieves looked while its mean poll time
 /// (folded every `event_interval` polls) was short, left the queue to
 /// it and went to sleep. Marks the poll in progress (number `polls`) for
-/// thieves (`Policy::mark_long`) and wakes an idle P, which now
+/// thieves (`Policy::mark_long`; once per poll) and wakes an idle P, which now
 /// takes half the ring. Go and tokio steal any queue and need no such
 /// step; it is what reserving a short queue for its owner costs to do
 /// safely. No clock is read per poll: a TSC stamp at each poll's start and
 /// end slowed the shortest polls (ping_pong) measurably.
 pub(super) fn offer_queue(shared: &Shared, i: usize, polls: u64) {
     let p = &shared.procs[i];
-    shared.policy.mark_long(&p.hints, polls);
+    if !shared.policy.mark_long(&p.hints, polls) {
+        return; // offered already, in this poll
+    }
     p.metrics.long_poll_offers.incr_shared();
     if shared.steal_look(p, false).stealable() {
         shared.wake_idle_p(p.node);

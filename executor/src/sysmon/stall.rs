@@ -241,9 +241,7 @@ pub(super) fn check_stalls(
         let last = st.rates[i].replace((polls, busy, now));
         if in_task && wants_offer(shared, p) {
             match last.and_then(|l| long_polls(l, (polls, busy, now))) {
-                Some(true) if !shared.policy.marked_long(&p.hints, polls) => {
-                    offer_queue(shared, i, polls)
-                }
+                Some(true) => offer_queue(shared, i, polls),
                 Some(_) => {}
                 // Too soon to say, and still in the poll the last round
                 // saw: look again soon. (Not for every P that keeps a

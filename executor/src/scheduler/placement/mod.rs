@@ -14,7 +14,7 @@
 //! | [`Policy::send_home`] | `run_task`, a task that last ran on another P | poll it here, or send it back? |
 //! | [`Policy::owner_next`] | `find_runnable`, after `runnext` | a batch-queue task, or a split |
 //! | [`Policy::on_tick`] | `find_runnable`, every `event_interval` ticks | split a batch queue for an idle P? |
-//! | [`Policy::look`], [`Policy::reserve`] | a thief, the park re-check, the wake rules | how much of a victim's ring stays with it? |
+//! | [`Policy::look`], [`Policy::shareable`] | a thief, the park re-check, the wake rules | how much of a victim's ring stays with it ([`Policy::reserve`])? |
 //! | [`Policy::route_new`] | a spawn right after an accept, `spawn_near` | round-robin, the anchor's P, or `runnext`? |
 //! | [`Policy::wants_offer`], [`Policy::mark_long`] | sysmon, a P in long polls | lift its reserve? |
 //! | [`Policy::task_batch`], [`Policy::batch_label`], [`Policy::bq_len`] | sysmon's schedtrace and task dump | a task's batch; is it a hub's? |
@@ -570,7 +570,7 @@ impl Policy {
     /// sysmon marked its poll long. `held`: an M holds the P and runs it
     /// (a parked P reserves nothing).
     #[inline]
-    pub(crate) fn reserve(&self, held: bool, hints: &Hints, m: &ProcCounters) -> u32 {
+    fn reserve(&self, held: bool, hints: &Hints, m: &ProcCounters) -> u32 {
         if !held
             || !self.on(Rule::Keep)
             || m.unbroken_busy.load(Relaxed)
@@ -589,12 +589,7 @@ impl Policy {
     /// hub's drain wakes waits there for the rest of the drain, past Go's
     /// 3 µs grace. sysmon's long mark lifts this as it lifts the reserve.
     #[inline]
-    pub(crate) fn runnext_kept(
-        &self,
-        hints: &Hints,
-        running: &RunningBatch,
-        m: &ProcCounters,
-    ) -> bool {
+    fn runnext_kept(&self, hints: &Hints, running: &RunningBatch, m: &ProcCounters) -> bool {
         if hints.bq_len.load(Relaxed) == 0 && running.get() == 0 {
             return false; // the common case, and every case without batches
         }
@@ -675,14 +670,14 @@ impl Policy {
     }
 
     /// Marks poll number `polls` of a P long: it reserves nothing from thieves
-    /// until that poll ends.
-    pub(crate) fn mark_long(&self, hints: &Hints, polls: u64) {
+    /// until that poll ends. False if that poll was marked already (sysmon
+    /// offers a queue once per poll).
+    pub(crate) fn mark_long(&self, hints: &Hints, polls: u64) -> bool {
+        if hints.long_mark.load(Relaxed) == polls {
+            return false;
+        }
         hints.long_mark.store(polls, Relaxed);
-    }
-
-    /// Whether poll number `polls` of a P is marked long already.
-    pub(crate) fn marked_long(&self, hints: &Hints, polls: u64) -> bool {
-        hints.long_mark.load(Relaxed) == polls
+        true
     }
 
     /// Diagnostics: the batch queue's length.
