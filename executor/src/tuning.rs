@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-// ---- The mechanism: the run loop and stealing (`scheduler/worker.rs`)
+// ---- The mechanism: the run loop and stealing (`scheduler/worker/`)
 
 /// Consecutive `runnext` polls allowed before the ring gets a turn (tokio's
 /// figure). A task run from `runnext` inherits the tick (Go's inheritTime),

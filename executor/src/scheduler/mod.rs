@@ -11,7 +11,9 @@
 //! - [`lifecycle`]: an M's life: its thread, node binding, hand-off of a P,
 //!   the node's pool of M's without a P.
 //! - [`worker`]: the scheduling loop of an M holding a P: find a task, poll
-//!   it, park.
+//!   it, steal (`worker/thief.rs`), park (`worker/park.rs`).
+//! - `steal`: the steal order, written once (`Shared::steal_walk`): the
+//!   thief takes along it and the park re-check looks along it.
 //! - [`seat`]: where a P's core sits while its M polls or is in the driver,
 //!   and sysmon's retake of it.
 //! - [`idle`]: idle P's and spinning M's.

@@ -2,7 +2,7 @@
 //! take, apart from the mechanism that moves tasks.
 //!
 //! The mechanism — the ring and `runnext`, node queues and inboxes, steal
-//! half, spinning, park/unpark, the run loop (`worker.rs`) — is Go's, and
+//! half, spinning, park/unpark, the run loop (`worker/`) — is Go's, and
 //! it works with every rule here switched off ([`Placement::go`]). It asks
 //! this module at these points, and nowhere else:
 //!
