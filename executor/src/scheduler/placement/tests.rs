@@ -1,7 +1,7 @@
 //! The policy's decisions, one rule at a time, on its own state.
 
 use super::*;
-use crate::task::{spawn_untracked, Runnable, BATCH_SHIFT};
+use crate::task::{spawn_untracked, Anchor, Runnable, BATCH_SHIFT};
 
 fn task() -> (Runnable, crate::task::JoinHandle<()>) {
     spawn_untracked(async {}, |_| {})
