@@ -103,7 +103,7 @@ pub(crate) struct Sysmon {
     shared: Weak<Shared>,
     state: Mutex<State>,
     /// Whether this kernel keeps `schedstat` (read once, on the building
-    /// thread): where it does not, [`judge_stall`](stall::judge_stall) uses its fallback
+    /// thread): where it does not, `stall::judge_stall` uses its fallback
     /// without trying to open a file per stall.
     schedstat: bool,
 }
@@ -113,7 +113,7 @@ struct State {
     /// Per P: its poll count when first seen inside the same poll, when,
     /// and whether that stall was reported.
     stalls: Vec<Option<Stall>>,
-    /// Per P: its M's `schedstat`, kept open (see [`judge_stall`](stall::judge_stall)); `None`
+    /// Per P: its M's `schedstat`, kept open (see `stall::judge_stall`); `None`
     /// until needed, or where it cannot be read.
     schedstats: Vec<Option<SchedStatFile>>,
     /// When the next schedtrace is due.

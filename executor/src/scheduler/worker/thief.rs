@@ -69,6 +69,8 @@ impl Worker {
     /// node (four passes, `runnext` on the last), then remote node queues
     /// (nearest node first), then remote P's. Remote stealing starts only
     /// once this node has nothing, owner-only work included.
+    ///
+    /// [`Shared::steal_walk`]: crate::scheduler::Shared::steal_walk
     fn steal(&self, core: &mut Core) -> Result<Runnable, Empty> {
         let shared = &*self.shared;
         let m = &shared.procs[core.index].metrics;
