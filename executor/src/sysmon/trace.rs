@@ -73,6 +73,9 @@ pub(crate) fn schedtrace(shared: &Arc<Shared>, detail: bool) -> String {
         );
     }
     if detail {
+        // The policy's view, at one clock reading for the whole trace.
+        let now_ms = crate::task::epoch_ms(std::time::Instant::now());
+        let policy = shared.policy.describe(now_ms);
         for (i, p) in shared.procs.iter().enumerate() {
             let pm = m.proc(i);
             let status = if p.in_task.load(Relaxed) {
@@ -104,7 +107,7 @@ pub(crate) fn schedtrace(shared: &Arc<Shared>, detail: bool) -> String {
                 pm.migrated_polls,
                 pm.batch_wakes,
                 pm.batch_joins,
-                shared.policy.bq_len(&p.hints),
+                policy.bq_len(&p.hints),
                 pm.batch_queued,
                 pm.batch_polls,
                 pm.batch_splits,
@@ -119,12 +122,11 @@ pub(crate) fn schedtrace(shared: &Arc<Shared>, detail: bool) -> String {
         let _ = writeln!(out, "  tasks: {} live", tasks.len());
         let batches = tasks.batch_sizes();
         if !batches.is_empty() {
-            let now_ms = crate::task::epoch_ms(std::time::Instant::now());
             let shown: Vec<String> = batches
                 .iter()
                 .take(8)
                 .map(|&(b, n)| {
-                    let hub = shared.policy.batch_label(b, now_ms);
+                    let hub = policy.batch_label(b);
                     format!("{b}:{n}{hub}")
                 })
                 .collect();
@@ -156,6 +158,7 @@ pub(crate) fn schedtrace(shared: &Arc<Shared>, detail: bool) -> String {
 /// The live tasks of the runtime, `Send` and pinned (`Handle::dump`).
 pub(crate) fn dump(shared: &Shared) -> TaskDump {
     let now = crate::task::epoch_ms(Instant::now());
+    let policy = shared.policy.describe(now);
     // The task each P is polling now.
     let running: Vec<(u64, usize)> = shared
         .procs
@@ -173,7 +176,7 @@ pub(crate) fn dump(shared: &Shared) -> TaskDump {
         // that had been in one (a test saw it under load). Both read the
         // same atomic, so if the later load finds it unfinished, the
         // earlier one read its flags before they were cleared.
-        let batch = shared.policy.task_batch(meta, now).map(|b| b.get());
+        let batch = policy.task_batch(meta).map(|b| b.get());
         if meta.is_finished() {
             return;
         }

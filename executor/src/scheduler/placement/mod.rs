@@ -17,7 +17,7 @@
 //! | [`Policy::look`], [`Policy::shareable`] | a thief, the park re-check, the wake rules | how much of a victim's ring stays with it ([`Policy::reserve`])? |
 //! | [`Policy::route_new`] | a spawn right after an accept, `spawn_near` | round-robin, the anchor's P, or `runnext`? |
 //! | [`Policy::wants_offer`], [`Policy::mark_long`] | sysmon, a P in long polls | lift its reserve? |
-//! | [`Policy::task_batch`], [`Policy::batch_label`], [`Policy::bq_len`] | sysmon's schedtrace and task dump | a task's batch; is it a hub's? |
+//! | [`Policy::describe`] | sysmon's schedtrace and task dump | a P's batch queue, a task's batch, is it a hub's? |
 //!
 //! The policy sees queue lengths, the P's counters and its own state: per P
 //! the thief-visible [`Hints`] and the poll's [`RunningBatch`], per core the
@@ -537,24 +537,44 @@ impl Policy {
         true
     }
 
-    /// Diagnostics: the batch queue's length.
+    /// Diagnostics: what the policy says about its state for the schedtrace
+    /// and the task dump, read at `now_ms` (`task::epoch_ms`, for the
+    /// batches' and hubs' decay).
+    pub(crate) fn describe(&self, now_ms: u32) -> Describe<'_> {
+        Describe {
+            policy: self,
+            now_ms,
+        }
+    }
+}
+
+/// The policy's answers for the schedtrace and the task dump
+/// ([`Policy::describe`]).
+pub(crate) struct Describe<'a> {
+    policy: &'a Policy,
+    now_ms: u32,
+}
+
+impl Describe<'_> {
+    /// A P's batch-queue length.
     pub(crate) fn bq_len(&self, hints: &Hints) -> u32 {
         hints.bq_len.load(Relaxed)
     }
 
-    /// Diagnostics: the batch task `meta` is a live member of at `now_ms`
-    /// (`None`: in none, or its batch decayed), for the task dump.
-    pub(crate) fn task_batch(&self, meta: &TaskMeta, now_ms: u32) -> Option<BatchId> {
-        batch::live_batch(meta, now_ms)
+    /// The batch task `meta` is a live member of (`None`: in none, or its
+    /// batch decayed).
+    pub(crate) fn task_batch(&self, meta: &TaskMeta) -> Option<BatchId> {
+        batch::live_batch(meta, self.now_ms)
     }
 
-    /// Diagnostics: how the schedtrace marks batch `b` at `now_ms`:
-    /// nothing, or a hub's `(hub,<mode>)`.
-    pub(crate) fn batch_label(&self, b: u16, now_ms: u32) -> &'static str {
-        if !self.hubs.is_hub_id(b, now_ms) {
+    /// How the schedtrace marks batch `b`: nothing, or a hub's
+    /// `(hub,<mode>)`.
+    pub(crate) fn batch_label(&self, b: u16) -> &'static str {
+        let policy = self.policy;
+        if !policy.hubs.is_hub_id(b, self.now_ms) {
             return "";
         }
-        match self
+        match policy
             .hub_modes
             .mode(u32::from(b) << crate::task::BATCH_SHIFT)
         {

@@ -215,13 +215,13 @@ fn a_displaced_member_goes_where_its_batch_is_run() {
     };
     numa.hub_modes.claim(bits, 0x1000, || 0, &at);
     assert!(numa.displaced(&mut owner, &hints, t, bits, 0, &m).is_none());
-    assert_eq!(numa.bq_len(&hints), 1);
+    assert_eq!(numa.describe(0).bq_len(&hints), 1);
     let mut moved = Vec::new();
     match numa.owner_next(&mut owner, &hints, true, &m, |t| moved.push(t)) {
         Next::Run(t) => drop(t),
         _ => panic!("the batch queue's task runs next"),
     }
-    assert!(moved.is_empty() && numa.bq_len(&hints) == 0);
+    assert!(moved.is_empty() && numa.describe(0).bq_len(&hints) == 0);
 }
 
 #[test]
