@@ -13,11 +13,14 @@
 //! | [`Policy::begin_poll`], [`Policy::end_poll`] | `run_task`, around each poll | the poll's batch; a hub's progress |
 //! | [`Policy::send_home`] | `run_task`, a task that last ran on another P | poll it here, or send it back? |
 //! | [`Policy::owner_next`] | `find_runnable`, after `runnext` | a batch-queue task, or a split |
+//! | [`Policy::ring_ran`], [`Policy::ring_dry`] | `find_runnable`, after a ring pop or an empty ring | (told) the batch queue's turn starts over; shared-out work is gone |
 //! | [`Policy::on_tick`] | `find_runnable`, every `event_interval` ticks | split a batch queue for an idle P? |
 //! | [`Policy::look`], [`Policy::shareable`] | a thief, the park re-check, the wake rules | how much of a victim's ring stays with it ([`Policy::reserve`])? |
 //! | [`Policy::route_new`] | a spawn right after an accept, `spawn_near` | round-robin, the anchor's P, or `runnext`? |
 //! | [`Policy::wants_offer`], [`Policy::mark_long`] | sysmon, a P in long polls | lift its reserve? |
 //! | [`Policy::describe`] | sysmon's schedtrace and task dump | a P's batch queue, a task's batch, is it a hub's? |
+//! | [`Policy::queued`] | sysmon's idleness test (paused time) | does a P's batch queue hold tasks? |
+//! | [`Policy::rules`] | `RuntimeMetrics` | which rules are on? |
 //!
 //! The policy sees queue lengths, the P's counters and its own state: per P
 //! the thief-visible [`Hints`] and the poll's [`RunningBatch`], per core the
