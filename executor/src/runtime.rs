@@ -74,7 +74,7 @@ impl fmt::Display for TryCurrentError {
 impl std::error::Error for TryCurrentError {}
 
 impl Runtime {
-    // `Runtime::new` (default settings) is in builder.rs, with `Builder`.
+    // `Runtime::new` (default settings) is in builder/build.rs, with `Builder::build`.
 
     pub(crate) fn from_handle(handle: Handle) -> Runtime {
         handle.shared.blocking.set_runtime(&handle.shared);

@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-// ---- The mechanism: the run loop and stealing (`scheduler/worker.rs`)
+// ---- The mechanism: the run loop and stealing (`scheduler/worker/`)
 
 /// Consecutive `runnext` polls allowed before the ring gets a turn (tokio's
 /// figure). A task run from `runnext` inherits the tick (Go's inheritTime),
@@ -117,7 +117,7 @@ pub(crate) const HOLD_MAX_MS: u32 = 16 * HOLD_MIN_MS;
 /// would otherwise measure every one, serializing producers that compute).
 pub(crate) const SITE_MEMORY_MS: u32 = 6 * HOLD_MAX_MS;
 
-// ---- sysmon (`sysmon.rs`); the offer's times derived from the reserve
+// ---- sysmon (`sysmon/`); the offer's times derived from the reserve
 
 /// How long everything must stay asleep before the deadlock diagnostic
 /// speaks: long enough for a foreign thread's usual reply (a test's 200 ms

@@ -2,7 +2,7 @@
 //! (`bind_machine`), handing a P to an idle or new M (`handoff`, Go's
 //! `handoffp`), and the node's pool where M's without a P wait
 //! (`wait_for_core`). What an M does while it holds a P — the scheduling
-//! loop — is `worker.rs`; the M's shared face is `machine.rs`.
+//! loop — is `worker/`; the M's shared face is `machine.rs`.
 //!
 //! Invariant: every P has exactly one M at any time — running it, parked in
 //! its driver, or being handed it. M's without a P wait in their node's pool.

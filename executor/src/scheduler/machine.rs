@@ -3,7 +3,7 @@
 //! This file is the M's shared face (what other threads see of it: its
 //! node, its pinned queue, its seat, the slot a P is handed through) and
 //! the set of M threads shutdown waits on (`Threads`). The thread's life is
-//! `lifecycle.rs`; what it does while it holds a P is `worker.rs`.
+//! `lifecycle.rs`; what it does while it holds a P is `worker/`.
 
 use super::local::LocalQueue;
 use super::seat::Seat;

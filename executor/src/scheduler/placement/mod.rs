@@ -2,7 +2,7 @@
 //! take, apart from the mechanism that moves tasks.
 //!
 //! The mechanism — the ring and `runnext`, node queues and inboxes, steal
-//! half, spinning, park/unpark, the run loop (`worker.rs`) — is Go's, and
+//! half, spinning, park/unpark, the run loop (`worker/`) — is Go's, and
 //! it works with every rule here switched off ([`Placement::go`]). It asks
 //! this module at these points, and nowhere else:
 //!
@@ -13,10 +13,14 @@
 //! | [`Policy::begin_poll`], [`Policy::end_poll`] | `run_task`, around each poll | the poll's batch; a hub's progress |
 //! | [`Policy::send_home`] | `run_task`, a task that last ran on another P | poll it here, or send it back? |
 //! | [`Policy::owner_next`] | `find_runnable`, after `runnext` | a batch-queue task, or a split |
+//! | [`Policy::ring_ran`], [`Policy::ring_dry`] | `find_runnable`, after a ring pop or an empty ring | (told) the batch queue's turn starts over; shared-out work is gone |
 //! | [`Policy::on_tick`] | `find_runnable`, every `event_interval` ticks | split a batch queue for an idle P? |
-//! | [`Policy::look`], [`Policy::reserve`] | a thief, the park re-check, the wake rules | how much of a victim's ring stays with it? |
-//! | [`Policy::spreads_roots`] | a spawn right after an accept | round-robin, or `runnext`? |
+//! | [`Policy::look`], [`Policy::shareable`] | a thief, the park re-check, the wake rules | how much of a victim's ring stays with it ([`Policy::reserve`])? |
+//! | [`Policy::route_new`] | a spawn right after an accept, `spawn_near` | round-robin, the anchor's P, or `runnext`? |
 //! | [`Policy::wants_offer`], [`Policy::mark_long`] | sysmon, a P in long polls | lift its reserve? |
+//! | [`Policy::describe`] | sysmon's schedtrace and task dump | a P's batch queue, a task's batch, is it a hub's? |
+//! | [`Policy::queued`] | sysmon's idleness test (paused time) | does a P's batch queue hold tasks? |
+//! | [`Policy::rules`] | `RuntimeMetrics` | which rules are on? |
 //!
 //! The policy sees queue lengths, the P's counters and its own state: per P
 //! the thief-visible [`Hints`] and the poll's [`RunningBatch`], per core the
@@ -62,147 +66,26 @@
 pub(crate) mod batch;
 pub(crate) mod hub_mode;
 mod rules;
+mod state;
 
 pub use rules::{Placement, Rule, PLACEMENT_ENV};
+pub(crate) use state::{Hints, Look, Next, Owner, Route, RunningBatch, Spawned, Victim};
 
 use crate::counters::ProcCounters;
-use crate::task::{Runnable, TaskMeta};
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
+use crate::task::{BatchId, Runnable, TaskMeta};
+use std::sync::atomic::Ordering::Relaxed;
 
 // The policy's tuning constants are in crate::tuning with the others.
 use crate::tuning::{BATCH_QUEUE_CAP, MAX_BATCH_RUN, MIN_TASK_NS, RESERVE_NS};
-
-/// What a thief may take from a victim ([`Policy::look`]).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Look {
-    /// Nothing queued.
-    Nothing,
-    /// Owner-only work: a ring within the P's reserve (its own M reaches it
-    /// soon), a kept batch's `runnext`, or a batch queue the owner splits
-    /// when asked.
-    OwnerOnly,
-    /// A ring with more than `keep` tasks: the thief takes half of the
-    /// rest.
-    Stealable { reserve: u32 },
-    /// An empty ring and a task in `runnext`, which a thief takes on its
-    /// last pass (after Go's grace if the owner runs).
-    Runnext,
-}
-
-impl Look {
-    /// Whether a thief may take anything.
-    #[inline]
-    pub(crate) fn stealable(self) -> bool {
-        matches!(self, Look::Stealable { .. } | Look::Runnext)
-    }
-}
-
-/// What a thief sees of a victim P ([`Policy::look`]).
-pub(crate) struct Victim<'a> {
-    /// Tasks in its ring.
-    pub(crate) ring: usize,
-    /// Whether its `runnext` holds a task.
-    pub(crate) runnext: bool,
-    /// Whether an M holds and runs it (a parked P keeps nothing).
-    pub(crate) held: bool,
-    pub(crate) hints: &'a Hints,
-    pub(crate) running: &'a RunningBatch,
-    pub(crate) counters: &'a ProcCounters,
-}
-
-/// A P's policy state that thieves and sysmon read (on the P's first cache
-/// line, written rarely). All Relaxed: hints; a stale value delays a split
-/// or a steal by one look, and the queues' own atomics order the tasks.
-#[derive(Default)]
-pub(crate) struct Hints {
-    /// A thief that found nothing else asks the owner to split its batch
-    /// queue; the owner reads it before each batch-queue pop.
-    split: AtomicBool,
-    /// The owner put batch work in its ring for thieves (a split, or a
-    /// displaced member of a spread batch): until the ring runs dry, it
-    /// keeps none of it.
-    shared_out: AtomicBool,
-    /// Tasks in the owner's batch queue.
-    bq_len: AtomicU32,
-    /// The poll number sysmon found running long ([`Policy::mark_long`];
-    /// 0: none): while the P's poll counter reads it, nothing is kept.
-    long_mark: AtomicU64,
-}
-
-/// The batch of the task in a poll on a P (`TaskMeta::batch_bits`; 0:
-/// none), on the line its M writes per poll; read by thieves, the hub
-/// rule and sysmon. Relaxed: a hint.
-#[derive(Default)]
-pub(crate) struct RunningBatch(AtomicU32);
-
-impl RunningBatch {
-    /// The running batch's bits (0: none).
-    #[inline]
-    pub(crate) fn get(&self) -> u32 {
-        self.0.load(Relaxed)
-    }
-}
-
-/// A P's owner-only policy state (in its `Core`).
-pub(crate) struct Owner {
-    /// The `TaskMeta` address of the task in a poll on this P (0 before the
-    /// first): the waker side of a wake edge. Only dereferenced during that
-    /// poll (`batch::learn_edge`); an address so that `Core` stays `Send`.
-    pub(crate) running_meta: usize,
-    /// Different tasks the poll in progress woke (see `batch::note_wake`).
-    pub(crate) poll_wakes: u32,
-    /// The last two tasks the poll woke.
-    pub(crate) last_wakees: [usize; 2],
-    /// The batch queue: members of a kept hub batch displaced from
-    /// `runnext`. Thieves never take from it.
-    bq: VecDeque<Runnable>,
-    /// Batch-queue polls since the ring's last turn.
-    bq_run: u32,
-}
-
-impl Owner {
-    pub(crate) fn new() -> Owner {
-        Owner {
-            running_meta: 0,
-            poll_wakes: 0,
-            last_wakees: [0; 2],
-            bq: VecDeque::new(),
-            bq_run: 0,
-        }
-    }
-
-    /// Whether the batch queue holds tasks.
-    #[inline]
-    pub(crate) fn has_work(&self) -> bool {
-        !self.bq.is_empty()
-    }
-
-    /// Every task of the batch queue (shutdown, retirement).
-    pub(crate) fn drain(&mut self, hints: &Hints) -> impl Iterator<Item = Runnable> + '_ {
-        hints.bq_len.store(0, Relaxed);
-        self.bq.drain(..)
-    }
-}
-
-/// What the owner runs after `runnext` ([`Policy::owner_next`]).
-pub(crate) enum Next {
-    /// A batch-queue task.
-    Run(Runnable),
-    /// The batch queue went to the ring (a split): wake an idle P.
-    Split,
-    /// The ring's turn.
-    Ring,
-}
 
 /// The placement policy of one runtime: its rules and the state of the
 /// batch rules (shared by every P).
 pub(crate) struct Policy {
     rules: Placement,
     /// The batches with a hub (see `batch::Hubs`).
-    pub(crate) hubs: batch::Hubs,
+    hubs: batch::Hubs,
     /// Whether each hub's batch is kept or spread, as measured.
-    pub(crate) hub_modes: hub_mode::HubModes,
+    hub_modes: hub_mode::HubModes,
 }
 
 /// The runtime's busy time (ns, every P's) so far, read only when a hub's
@@ -229,10 +112,48 @@ impl Policy {
         self.rules.has(r)
     }
 
-    /// [`Rule::Roots`].
-    #[inline]
-    pub(crate) fn spreads_roots(&self) -> bool {
-        self.on(Rule::Roots)
+    // ---- spawns ---------------------------------------------------------
+
+    /// Where a new task that is a root or placed beside another goes
+    /// (`Shared::place_new` asks; any other spawn goes where a wake would).
+    /// `active`: the P's allowed to take work (retired ones get none);
+    /// `here`: this thread's P, if it holds one; `next_root`: the runtime's
+    /// round-robin cursor, advanced by one.
+    ///
+    /// - [`Spawned::Root`] ([`Rule::Roots`], Vyukov): the next P
+    ///   round-robin, skipping this one, which runs the accept loop;
+    ///   with the rule off, like a wake.
+    /// - [`Spawned::Near`]: the anchor's batch, and the inbox of the P that
+    ///   last polled the anchor, unless that is this P (then like a wake) or
+    ///   retired, or the anchor never ran. `spawn_near` is the program's
+    ///   own request: it holds with every rule off.
+    pub(crate) fn route_new(
+        &self,
+        meta: &TaskMeta,
+        how: Spawned,
+        active: usize,
+        here: impl FnOnce() -> Option<usize>,
+        next_root: impl FnOnce() -> usize,
+    ) -> Route {
+        match how {
+            Spawned::Root if self.on(Rule::Roots) => {
+                let n = active.max(1);
+                let k = next_root() % n;
+                Route::Root(match here() {
+                    Some(here) if k == here => (k + 1) % n,
+                    _ => k,
+                })
+            }
+            Spawned::Root => Route::Wake,
+            Spawned::Near(a) => {
+                meta.set_batch(a.batch);
+                let here = here();
+                match a.last_p.filter(|&p| p < active) {
+                    Some(p) if here != Some(p) => Route::Near(p),
+                    _ => Route::Wake,
+                }
+            }
+        }
     }
 
     // ---- wakes ----------------------------------------------------------
@@ -509,7 +430,7 @@ impl Policy {
     /// sysmon marked its poll long. `held`: an M holds the P and runs it
     /// (a parked P reserves nothing).
     #[inline]
-    pub(crate) fn reserve(&self, held: bool, hints: &Hints, m: &ProcCounters) -> u32 {
+    fn reserve(&self, held: bool, hints: &Hints, m: &ProcCounters) -> u32 {
         if !held
             || !self.on(Rule::Keep)
             || m.unbroken_busy.load(Relaxed)
@@ -528,12 +449,7 @@ impl Policy {
     /// hub's drain wakes waits there for the rest of the drain, past Go's
     /// 3 µs grace. sysmon's long mark lifts this as it lifts the reserve.
     #[inline]
-    pub(crate) fn runnext_kept(
-        &self,
-        hints: &Hints,
-        running: &RunningBatch,
-        m: &ProcCounters,
-    ) -> bool {
+    fn runnext_kept(&self, hints: &Hints, running: &RunningBatch, m: &ProcCounters) -> bool {
         if hints.bq_len.load(Relaxed) == 0 && running.get() == 0 {
             return false; // the common case, and every case without batches
         }
@@ -614,19 +530,62 @@ impl Policy {
     }
 
     /// Marks poll number `polls` of a P long: it reserves nothing from thieves
-    /// until that poll ends.
-    pub(crate) fn mark_long(&self, hints: &Hints, polls: u64) {
+    /// until that poll ends. False if that poll was marked already (sysmon
+    /// offers a queue once per poll).
+    pub(crate) fn mark_long(&self, hints: &Hints, polls: u64) -> bool {
+        if hints.long_mark.load(Relaxed) == polls {
+            return false;
+        }
         hints.long_mark.store(polls, Relaxed);
+        true
     }
 
-    /// Whether poll number `polls` of a P is marked long already.
-    pub(crate) fn marked_long(&self, hints: &Hints, polls: u64) -> bool {
-        hints.long_mark.load(Relaxed) == polls
+    /// Diagnostics: what the policy says about its state for the schedtrace
+    /// and the task dump, read at `now_ms` (`task::epoch_ms`, for the
+    /// batches' and hubs' decay).
+    pub(crate) fn describe(&self, now_ms: u32) -> Describe<'_> {
+        Describe {
+            policy: self,
+            now_ms,
+        }
     }
+}
 
-    /// Diagnostics: the batch queue's length.
+/// The policy's answers for the schedtrace and the task dump
+/// ([`Policy::describe`]).
+pub(crate) struct Describe<'a> {
+    policy: &'a Policy,
+    now_ms: u32,
+}
+
+impl Describe<'_> {
+    /// A P's batch-queue length.
     pub(crate) fn bq_len(&self, hints: &Hints) -> u32 {
         hints.bq_len.load(Relaxed)
+    }
+
+    /// The batch task `meta` is a live member of (`None`: in none, or its
+    /// batch decayed).
+    pub(crate) fn task_batch(&self, meta: &TaskMeta) -> Option<BatchId> {
+        batch::live_batch(meta, self.now_ms)
+    }
+
+    /// How the schedtrace marks batch `b`: nothing, or a hub's
+    /// `(hub,<mode>)`.
+    pub(crate) fn batch_label(&self, b: u16) -> &'static str {
+        let policy = self.policy;
+        if !policy.hubs.is_hub_id(b, self.now_ms) {
+            return "";
+        }
+        match policy
+            .hub_modes
+            .mode(u32::from(b) << crate::task::BATCH_SHIFT)
+        {
+            Some(hub_mode::Mode::Keep) => "(hub,kept)",
+            Some(hub_mode::Mode::Spread) => "(hub,spread)",
+            Some(hub_mode::Mode::Measuring) => "(hub,measuring)",
+            None => "(hub)",
+        }
     }
 }
 

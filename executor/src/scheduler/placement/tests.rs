@@ -1,7 +1,7 @@
 //! The policy's decisions, one rule at a time, on its own state.
 
 use super::*;
-use crate::task::{spawn_untracked, Runnable, BATCH_SHIFT};
+use crate::task::{spawn_untracked, Anchor, Runnable, BATCH_SHIFT};
 
 fn task() -> (Runnable, crate::task::JoinHandle<()>) {
     spawn_untracked(async {}, |_| {})
@@ -215,11 +215,51 @@ fn a_displaced_member_goes_where_its_batch_is_run() {
     };
     numa.hub_modes.claim(bits, 0x1000, || 0, &at);
     assert!(numa.displaced(&mut owner, &hints, t, bits, 0, &m).is_none());
-    assert_eq!(numa.bq_len(&hints), 1);
+    assert_eq!(numa.describe(0).bq_len(&hints), 1);
     let mut moved = Vec::new();
     match numa.owner_next(&mut owner, &hints, true, &m, |t| moved.push(t)) {
         Next::Run(t) => drop(t),
         _ => panic!("the batch queue's task runs next"),
     }
-    assert!(moved.is_empty() && numa.bq_len(&hints) == 0);
+    assert!(moved.is_empty() && numa.describe(0).bq_len(&hints) == 0);
+}
+
+#[test]
+fn roots_go_round_robin_past_the_acceptor_and_near_tasks_to_their_anchor() {
+    let numa = Policy::new(Placement::numa());
+    let go = Policy::new(Placement::go());
+    let (t, _h) = task();
+    let meta = t.metadata();
+    let root = |p: &Policy, here: Option<usize>, cursor: usize| {
+        p.route_new(meta, Spawned::Root, 4, || here, || cursor)
+    };
+    assert_eq!(
+        root(&numa, Some(1), 6),
+        Route::Root(2),
+        "6 % 4 is the acceptor"
+    );
+    assert_eq!(root(&numa, Some(1), 7), Route::Root(3));
+    assert_eq!(root(&numa, None, 5), Route::Root(1), "block_on accepting");
+    assert_eq!(root(&go, Some(1), 7), Route::Wake, "the rule is off");
+
+    let batch = crate::task::batch_id_for(meta.id);
+    let near = |p: &Policy, last_p: Option<usize>, here: Option<usize>| {
+        p.route_new(
+            meta,
+            Spawned::Near(Anchor { last_p, batch }),
+            4,
+            || here,
+            || 0,
+        )
+    };
+    assert_eq!(near(&numa, Some(3), Some(0)), Route::Near(3));
+    assert_eq!(meta.batch(), Some(batch), "joins the anchor's batch");
+    assert_eq!(near(&numa, Some(3), Some(3)), Route::Wake, "already here");
+    assert_eq!(near(&numa, Some(5), Some(0)), Route::Wake, "a retired P");
+    assert_eq!(near(&numa, None, Some(0)), Route::Wake, "never ran");
+    assert_eq!(
+        near(&go, Some(3), None),
+        Route::Near(3),
+        "asked for: every rule off too"
+    );
 }

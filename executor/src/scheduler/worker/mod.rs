@@ -19,12 +19,15 @@
 //! `machine.rs`; the thread-local that lets a waker reach the running P's
 //! queue is `context.rs`.
 
+mod park;
+mod thief;
+
 use super::machine::Machine;
-use super::placement::{Look, Next};
+use super::placement::Next;
 use super::processor::{Core, Processor};
 use super::{BoxCore, Shared};
 use crate::task::Runnable;
-use crate::tuning::{MAX_LIFO_POLLS, QUIET_POLLS, REMOTE_GRACE, RUNNEXT_GRACE, STEAL_PASSES};
+use crate::tuning::{MAX_LIFO_POLLS, QUIET_POLLS};
 use numa_rt_reactor::coop;
 use std::cell::Cell;
 use std::sync::atomic::{fence, Ordering::*};
@@ -40,27 +43,6 @@ pub(crate) struct Worker {
     pub(crate) machine: Arc<Machine>,
     /// Set while the P's driver fires wakers: those wakes are queued FIFO.
     pub(crate) in_driver: Cell<bool>,
-}
-
-/// What one steal pass over a node's P's found.
-enum Pass {
-    /// A task to run now, and how many were taken.
-    Found(Runnable, usize),
-    /// A ring worth stealing from, but the steal lost a race (or found it
-    /// shorter by then): another pass may do better.
-    Missed,
-    /// Only `runnext` tasks (taken on the last pass only).
-    OnlyRunnext,
-    /// Nothing a thief may take.
-    Nothing,
-}
-
-/// What [`Worker::steal_passes`] found when it took nothing.
-struct Empty {
-    /// Some victim held owner-only work (a kept batch, or a ring within its
-    /// reserve): the node is
-    /// not out of work, only out of work worth moving (see [`Worker::steal`]).
-    owner_only: bool,
 }
 
 /// What a retired P's M does next (`Worker::retired_round`).
@@ -416,28 +398,6 @@ impl Worker {
         (core, None)
     }
 
-    /// Step 6: become a spinner if Go's rule allows one more and there is
-    /// something to steal, then steal.
-    fn steal_work(&self, core: &mut Core, woke: bool) -> Option<Runnable> {
-        let shared = &*self.shared;
-        // Only where there is something to steal: another busy P of this
-        // node, or a saturated node elsewhere (at light load the scan would
-        // probe every idle P's empty ring before each park).
-        if !core.spinning && shared.idle.may_spin(core.node) && self.worth_stealing(core.node) {
-            core.spinning = true;
-            shared.idle.start_spinning(core.node);
-        }
-        // A new M (tick 0, never parked) skips the steal: at build every M
-        // starts spinning, and N of them each scanning N victims made
-        // build() quadratic. Its park re-checks every queue (`any_work`)
-        // and comes back spinning if one has work.
-        let fresh = core.tick == 0 && !woke;
-        if !core.spinning || fresh {
-            return None;
-        }
-        self.steal(core).ok()
-    }
-
     /// One stay of a P above a shrunk CPU quota (sysmon's re-read; see
     /// docs/architecture.md, "sysmon"): the P is marked retired (not idle:
     /// nobody wakes it for work), hands what is queued on it (ring,
@@ -566,259 +526,5 @@ impl Worker {
             self.shared.wake_idle_p_hint(core.node);
         }
         core
-    }
-
-    /// Whether a steal could find anything: another P of `node` is held by
-    /// an M, or some other node is saturated (the only remote work `steal`
-    /// takes).
-    fn worth_stealing(&self, node: usize) -> bool {
-        let shared = &*self.shared;
-        shared.idle.others_busy(node)
-            || shared.nodes[node]
-                .remote_order
-                .iter()
-                .any(|&rn| shared.saturated(rn))
-    }
-
-    /// Steals, nearest first: P's of this node (four passes, `runnext` on the
-    /// last), then remote node queues (nearest node first), then remote P's.
-    /// Remote stealing starts only once this node has nothing.
-    fn steal(&self, core: &mut Core) -> Result<Runnable, Empty> {
-        let shared = &*self.shared;
-        let node = &shared.nodes[core.node];
-        let m = &shared.procs[core.index].metrics;
-        match self.steal_passes(core, node.procs.clone()) {
-            Ok((t, n)) => {
-                m.steals.add(n as u64);
-                m.local_steals.incr();
-                return Ok(t);
-            }
-            // This node still has owner-only work (a kept batch, a reserve): it
-            // is not out of work, and a steal across nodes moves a task
-            // further than the local steal the policy just refused. Issue 4's order
-            // ("a P of another node takes it only when the thief's own node has
-            // nothing to run") holds for owner-only work as for stealable work.
-            Err(e @ Empty { owner_only: true }) => return Err(e),
-            Err(Empty { owner_only: false }) => {}
-        }
-        if node.remote_order.is_empty() {
-            return Err(Empty { owner_only: false });
-        }
-        // Other nodes only where nobody of their own can take the work: no
-        // idle P, no spinning M (docs/architecture.md, "Per node").
-        for &rn in &node.remote_order {
-            if !shared.saturated(rn) {
-                continue;
-            }
-            let inject = &shared.nodes[rn].inject;
-            if let Some(t) = inject.pop_unserved(REMOTE_GRACE) {
-                m.remote_steals.incr();
-                m.steals.incr();
-                return Ok(t);
-            }
-        }
-        // Then their P's, nearest node first.
-        for &rn in &node.remote_order {
-            if !shared.saturated(rn) {
-                continue;
-            }
-            if let Ok((t, n)) = self.steal_passes(core, shared.nodes[rn].procs.clone()) {
-                m.steals.add(n as u64);
-                m.remote_steals.incr();
-                return Ok(t);
-            }
-        }
-        Err(Empty { owner_only: false })
-    }
-
-    /// Runs up to [`STEAL_PASSES`] passes over `victims`, `runnext` on the
-    /// last only. A pass that saw nothing a thief may take (every ring empty,
-    /// no `runnext`, or only owner-only work) ends the search: more
-    /// passes a few hundred nanoseconds later would look at the same
-    /// queues, and work that arrives afterwards is found by the park
-    /// re-check (the barrier). A pass that saw only `runnext` tasks skips
-    /// to the last pass: four full passes over many idle P's cost a large
-    /// share of a light request.
-    fn steal_passes(
-        &self,
-        core: &mut Core,
-        victims: std::ops::Range<usize>,
-    ) -> Result<(Runnable, usize), Empty> {
-        let mut pass = 0;
-        let mut owner_only = false;
-        while pass < STEAL_PASSES {
-            let last = pass + 1 == STEAL_PASSES;
-            match self.steal_pass(core, victims.clone(), last, &mut owner_only) {
-                Pass::Found(t, n) => return Ok((t, n)),
-                Pass::Nothing => break,
-                Pass::OnlyRunnext if !last => pass = STEAL_PASSES - 1,
-                Pass::OnlyRunnext | Pass::Missed => pass += 1,
-            }
-        }
-        Err(Empty { owner_only })
-    }
-
-    /// One pass; sets `owner_only` when a victim held only owner-only work
-    /// (a kept batch's, or a ring within its reserve).
-    fn steal_pass(
-        &self,
-        core: &mut Core,
-        victims: std::ops::Range<usize>,
-        last: bool,
-        owner_only: &mut bool,
-    ) -> Pass {
-        let n = victims.len();
-        if n == 0 {
-            return Pass::Nothing;
-        }
-        let (mut rings, mut runnexts) = (false, false);
-        let start = core.rand(n);
-        for i in 0..n {
-            let v = victims.start + (start + i) % n;
-            if v == core.index {
-                continue;
-            }
-            let victim = &self.shared.procs[v];
-            // What the policy lets a thief take (a few loads: most victims
-            // have nothing). A victim holding only a batch queue is asked
-            // to split it; its split wakes an idle P, so parking loses
-            // nothing.
-            let reserve = match self.shared.steal_look(victim, true) {
-                Look::Nothing => continue,
-                Look::OwnerOnly => {
-                    *owner_only = true;
-                    continue;
-                }
-                Look::Runnext => {
-                    // Taken on the last pass only.
-                    runnexts = true;
-                    if !last {
-                        continue;
-                    }
-                    0
-                }
-                Look::Stealable { reserve } => {
-                    rings = true;
-                    reserve
-                }
-            };
-            let wait = || {
-                if victim.running.load(Relaxed) {
-                    let t0 = Instant::now();
-                    while t0.elapsed() < RUNNEXT_GRACE {
-                        crate::loom::spin_loop();
-                    }
-                }
-            };
-            if let Some((t, n)) = core.queue.steal_sparing(&victim.steal, reserve, last, wait) {
-                return Pass::Found(t, n);
-            }
-        }
-        match (rings, runnexts) {
-            (true, _) => Pass::Missed,
-            (false, true) => Pass::OnlyRunnext,
-            (false, false) => Pass::Nothing,
-        }
-    }
-
-    /// Releases the P, runs the barrier and re-check, then parks in the P's
-    /// driver. Returns with the P held again, spinning if woken to spin.
-    /// These are steps 1–7 of docs/architecture.md, "Parking, step by step".
-    fn park(&self, core: BoxCore) -> Option<BoxCore> {
-        let shared = &*self.shared;
-        let idx = core.index;
-        // Rather than idling, return the P to the M that gave it away.
-        let core = match self.give_back(core) {
-            Ok(()) => return None,
-            Err(c) => c,
-        };
-        let mut core = core;
-        // Builder::on_thread_park, while the P is held and before the
-        // re-check: work a hook makes is found, and the M does not sleep.
-        shared.config.before_park();
-        let was_spinning = core.spinning;
-        // Unparks sent from here on are this park's (`note_woken`): one
-        // sent earlier but taken only now would time this M's whole run.
-        shared.procs[idx].metrics.forget_unpark();
-        shared.procs[idx].set_running(false);
-        shared.idle.release(idx);
-        if was_spinning {
-            core.spinning = false;
-            shared.idle.stop_spinning(core.node);
-        }
-        // (barrier) Pairs with the fence in `Shared::wake_idle_p`: a
-        // submitter either sees our P idle and no spinner and wakes us, or
-        // we see its work below.
-        fence(SeqCst);
-        let work = shared.any_work(idx, was_spinning)
-            || !self.machine.local.is_empty()
-            || core.has_local_work()
-            || self.asker_waiting(idx, core.node);
-        if !work && !shared.is_shutdown() {
-            shared.procs[idx].metrics.parks.incr();
-            core.flush_busy(&shared.procs[idx].metrics, false);
-            core = self.poll_driver(core, true);
-            shared.procs[idx].metrics.park_wakes.incr();
-        }
-        // Woken by an unpark (or by I/O after one was sent), or unparked
-        // between releasing the P and the re-check that found work: how
-        // long the wake-up took to get this M running.
-        shared.procs[idx].metrics.note_woken();
-        match shared.idle.reclaim(idx) {
-            super::idle::Reclaim::Spinning => core.spinning = true,
-            super::idle::Reclaim::Plain if work && was_spinning => {
-                // Go: a spinner that finds work in its re-check goes back to spinning.
-                core.spinning = true;
-                shared.idle.start_spinning(core.node);
-            }
-            super::idle::Reclaim::Plain => {}
-        }
-        shared.procs[idx].set_running(true);
-        shared.config.after_unpark();
-        Some(core)
-    }
-
-    /// Whether an M waits in its pool to get P `idx` back (the park
-    /// re-check). One that asked but is not in its pool (still running a
-    /// `block_in_place` closure, or on its way) does not count: the holder
-    /// would spin until it came. It asks again, and wakes the P, once there.
-    fn asker_waiting(&self, idx: usize, node: usize) -> bool {
-        let p = &self.shared.procs[idx];
-        if !p.has_asker() {
-            return false;
-        }
-        let pool = self.shared.nodes[node].idle_machines.lock().unwrap();
-        p.any_asker(|m| pool.iter().any(|x| Arc::ptr_eq(x, m)))
-    }
-
-    /// Hands `core` to the M waiting to get this P back, if there is one and
-    /// it is still in its pool (a concurrent handoff may have taken it).
-    fn give_back(&self, mut core: BoxCore) -> Result<(), BoxCore> {
-        let shared = &*self.shared;
-        // One load on every park: the pool's lock only when someone asks.
-        if !shared.procs[core.index].has_asker() {
-            return Err(core);
-        }
-        // Under the pool's lock: an asker still in it cannot be handed a
-        // core by anyone else meanwhile.
-        let mut pool = shared.nodes[core.node].idle_machines.lock().unwrap();
-        let me = &self.machine;
-        let Some(m) = shared.procs[core.index]
-            .take_asker(|m| !Arc::ptr_eq(m, me) && pool.iter().any(|x| Arc::ptr_eq(x, m)))
-        else {
-            return Err(core);
-        };
-        let pos = pool.iter().position(|x| Arc::ptr_eq(x, &m));
-        pool.swap_remove(pos.expect("take_asker picked an M of the pool"));
-        drop(pool);
-        if core.spinning {
-            core.spinning = false;
-            if shared.idle.stop_spinning(core.node) {
-                shared.wake_idle_p(core.node);
-            }
-        }
-        shared.procs[core.index].metrics.handbacks.incr();
-        m.give(core);
-        Ok(())
     }
 }
