@@ -33,13 +33,11 @@ use socket2::{SockRef, TcpKeepalive};
 use std::fmt;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_postgres::config::Host;
 use tokio_postgres::tls::TlsConnect;
 use tokio_postgres::{Client, Config};
+use tokio_util::either::Either;
 
 pub use tokio_postgres::NoTls;
 
@@ -241,7 +239,7 @@ async fn open(config: &Config, target: &Target) -> io::Result<Socket> {
     match target {
         Target::Unix { dir, port } => {
             let path = dir.join(format!(".s.PGSQL.{port}"));
-            Ok(Socket::Unix(UnixStream::connect(path).await?))
+            Ok(Either::Right(UnixStream::connect(path).await?))
         }
         Target::Tcp { name, addr, port } => {
             let addrs: Vec<SocketAddr> = match addr {
@@ -254,7 +252,7 @@ async fn open(config: &Config, target: &Target) -> io::Result<Socket> {
                 io::Error::new(io::ErrorKind::NotFound, "the name resolved to no address");
             for addr in addrs {
                 match connect_tcp(config, addr).await {
-                    Ok(stream) => return Ok(Socket::Tcp(stream)),
+                    Ok(stream) => return Ok(Either::Left(stream)),
                     Err(e) => last = e,
                 }
             }
@@ -291,74 +289,11 @@ async fn connect_tcp(config: &Config, addr: SocketAddr) -> io::Result<TcpStream>
     socket.connect(addr).await
 }
 
-/// The stream [`connect`] speaks PostgreSQL over: TCP or a Unix socket,
-/// both numa_rt's (what tokio-postgres calls `Socket`). TLS connectors
-/// (`TlsConnect<Socket>`) wrap it.
-#[derive(Debug)]
-pub enum Socket {
-    /// A TCP connection.
-    Tcp(TcpStream),
-    /// A Unix-socket connection.
-    Unix(UnixStream),
-}
-
-impl AsyncRead for Socket {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Socket::Tcp(s) => Pin::new(s).poll_read(cx, buf),
-            Socket::Unix(s) => Pin::new(s).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for Socket {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Socket::Tcp(s) => Pin::new(s).poll_write(cx, buf),
-            Socket::Unix(s) => Pin::new(s).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Socket::Tcp(s) => Pin::new(s).poll_write_vectored(cx, bufs),
-            Socket::Unix(s) => Pin::new(s).poll_write_vectored(cx, bufs),
-        }
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        match self {
-            Socket::Tcp(s) => s.is_write_vectored(),
-            Socket::Unix(s) => s.is_write_vectored(),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Socket::Tcp(s) => Pin::new(s).poll_flush(cx),
-            Socket::Unix(s) => Pin::new(s).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Socket::Tcp(s) => Pin::new(s).poll_shutdown(cx),
-            Socket::Unix(s) => Pin::new(s).poll_shutdown(cx),
-        }
-    }
-}
+/// The stream [`connect`] speaks PostgreSQL over: TCP (`Either::Left`)
+/// or a Unix socket (`Either::Right`), both numa_rt's (what tokio-postgres
+/// calls `Socket`); tokio-util's `Either` forwards tokio's I/O traits to
+/// the side it holds. TLS connectors (`TlsConnect<Socket>`) wrap it.
+pub type Socket = Either<TcpStream, UnixStream>;
 
 /// Why [`connect`] failed, naming the host where one was tried.
 #[derive(Debug)]

@@ -47,10 +47,8 @@ use socket2::SockRef;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio_util::either::Either;
 
 /// redis-rs's default connection timeout (`AsyncConnectionConfig`'s).
 pub const DEFAULT_CONNECTION_TIMEOUT: Duration = Duration::from_secs(1);
@@ -166,7 +164,7 @@ async fn open(info: &ConnectionInfo) -> RedisResult<Stream> {
                 .map_err(|e| with_context(e, &format!("resolving {host}")))?;
             for addr in addrs {
                 match connect_tcp(addr, info.tcp_settings()).await {
-                    Ok(stream) => return Ok(Stream::Tcp(stream)),
+                    Ok(stream) => return Ok(Either::Left(stream)),
                     Err(e) => last = Some(e),
                 }
             }
@@ -177,7 +175,7 @@ async fn open(info: &ConnectionInfo) -> RedisResult<Stream> {
         }
         ConnectionAddr::Unix(path) => UnixStream::connect(path)
             .await
-            .map(Stream::Unix)
+            .map(Either::Right)
             .map_err(|e| with_context(e, &format!("connecting to {}", path.display())).into()),
         _ => Err(RedisError::from((
             ErrorKind::InvalidClientConfig,
@@ -290,51 +288,9 @@ impl ConnectionLike for MultiplexedConnection {
     }
 }
 
-/// A numa_rt TCP or Unix stream, for redis-rs.
-enum Stream {
-    Tcp(TcpStream),
-    Unix(UnixStream),
-}
-
-impl AsyncRead for Stream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Stream::Tcp(s) => Pin::new(s).poll_read(cx, buf),
-            Stream::Unix(s) => Pin::new(s).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for Stream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Stream::Tcp(s) => Pin::new(s).poll_write(cx, buf),
-            Stream::Unix(s) => Pin::new(s).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Stream::Tcp(s) => Pin::new(s).poll_flush(cx),
-            Stream::Unix(s) => Pin::new(s).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Stream::Tcp(s) => Pin::new(s).poll_shutdown(cx),
-            Stream::Unix(s) => Pin::new(s).poll_shutdown(cx),
-        }
-    }
-}
+/// A numa_rt TCP (`Left`) or Unix (`Right`) stream, for redis-rs
+/// (tokio-util's `Either` forwards tokio's I/O traits).
+type Stream = Either<TcpStream, UnixStream>;
 
 #[cfg(test)]
 mod tests {
