@@ -392,19 +392,7 @@ where
         ServeFuture(Box::pin(async move {
             loop {
                 let (io, addr) = listener.accept().await;
-                make_service_ready::<M, IncomingStream<'_, L>>(&mut make_service).await;
-                // The socket is lent to the make-service only inside `call`'s
-                // future (so `L::Io` need not be `Sync`).
-                let service = match make_service
-                    .call(IncomingStream {
-                        io: &io,
-                        remote_addr: addr,
-                    })
-                    .await
-                {
-                    Ok(service) => service,
-                    Err(never) => match never {},
-                };
+                let (io, service) = make_connection_service(&mut make_service, io, addr).await;
                 spawn_connection(io, service, None);
             }
         }))
@@ -446,19 +434,7 @@ where
                     conn = listener.accept() => conn,
                     () = signal.as_mut() => break,
                 };
-                make_service_ready::<M, IncomingStream<'_, L>>(&mut make_service).await;
-                // The socket is lent to the make-service only inside `call`'s
-                // future (so `L::Io` need not be `Sync`).
-                let service = match make_service
-                    .call(IncomingStream {
-                        io: &io,
-                        remote_addr: addr,
-                    })
-                    .await
-                {
-                    Ok(service) => service,
-                    Err(never) => match never {},
-                };
+                let (io, service) = make_connection_service(&mut make_service, io, addr).await;
                 let guard = ShutdownGuard {
                     stop: stop_rx.clone(),
                     _open: open_rx.clone(),
@@ -484,14 +460,34 @@ struct ShutdownGuard {
     _open: watch::Receiver<()>,
 }
 
-/// Waits until the make-service is ready (it never fails: its error type is
-/// `Infallible`).
-async fn make_service_ready<M, R>(make_service: &mut M)
+/// Asks the make-service for a connection's service. The socket is owned
+/// here and lent only to `call`'s future, so the accept loop's future is
+/// `Send` without `L::Io: Sync` (as axum's).
+async fn make_connection_service<L, M, S>(
+    make_service: &mut M,
+    io: L::Io,
+    addr: L::Addr,
+) -> (L::Io, S)
 where
-    M: Service<R, Error = Infallible>,
+    L: Listener,
+    M: for<'a> Service<IncomingStream<'a, L>, Error = Infallible, Response = S>,
 {
-    match std::future::poll_fn(|cx| make_service.poll_ready(cx)).await {
+    match std::future::poll_fn(|cx| {
+        <M as Service<IncomingStream<'_, L>>>::poll_ready(make_service, cx)
+    })
+    .await
+    {
         Ok(()) => {}
+        Err(never) => match never {},
+    }
+    let made = make_service
+        .call(IncomingStream {
+            io: &io,
+            remote_addr: addr,
+        })
+        .await;
+    match made {
+        Ok(service) => (io, service),
         Err(never) => match never {},
     }
 }

@@ -42,11 +42,13 @@
 //! - **auto-advances paused time**: while the runtime's clock is paused
 //!   (`numa_rt::time::pause`, `Builder::start_paused`) and every task is
 //!   idle (every M parked, every P idle with empty queues, every `block_on`
-//!   parked, no `block_in_place` or blocking-pool work), it moves the clock
-//!   to the earliest timer of all P's and fires it
-//!   (`Reactor::auto_advance`). This is the fallback: the thread that makes
-//!   the runtime idle (an M about to park, a parking `block_on`) advances
-//!   by itself, asking [`runtime_idle`] through the hook's `runtime_idle`;
+//!   parked, no `block_in_place` or blocking-pool work), it unparks the M
+//!   of the P with the earliest timer, which moves the clock there as it
+//!   parks again (`Reactor::auto_advance`; only M's advance, so an event an
+//!   M has just taken from its poller is delivered first). This is the
+//!   fallback: the thread that makes the runtime idle (an M about to park,
+//!   a parking `block_on`) starts the advance by itself, asking
+//!   [`runtime_idle`] through the hook's `runtime_idle`;
 //!   the round catches idleness nobody parked into (a blocking-pool task
 //!   that ends without waking anything). A paused runtime with timers is therefore
 //!   never diagnosed as deadlocked. docs/architecture.md, "Paused time
