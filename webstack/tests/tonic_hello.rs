@@ -73,32 +73,38 @@ async fn the_generated_client_calls_the_generated_server() {
     server.await.unwrap().unwrap();
 }
 
-/// Deadlines on numa_rt's timer (paused clock: no real waiting): the
-/// endpoint's default and a request's own `set_timeout`, the shorter wins.
-#[numa_rt::test(start_paused = true)]
+/// Deadlines on numa_rt's timer: the endpoint's default and a request's
+/// own `set_timeout`, the shorter wins. Real time with wide margins (calls
+/// that would take a minute against deadlines under a second), not a
+/// paused clock, which may jump past a reply still in the kernel's
+/// loopback queue.
+#[numa_rt::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deadlines_are_kept_on_numa_rts_timer() {
     let (addr, stop, server) = start().await;
     let channel = numa_rt::tonic::Endpoint::from_shared(format!("http://{addr}"))
         .unwrap()
-        .timeout(Duration::from_secs(5))
+        .timeout(Duration::from_millis(500))
         .connect()
         .await
         .unwrap();
     let mut client = GreeterClient::new(channel);
 
-    // Within the endpoint's 5 s.
-    let reply = client.say_hello(hello("quick", 1_000)).await.unwrap();
+    // Well within the endpoint's deadline.
+    let reply = client.say_hello(hello("quick", 0)).await.unwrap();
     assert_eq!(reply.into_inner().message, "Hello quick!");
 
-    // Past the endpoint's 5 s.
+    // Past the endpoint's deadline.
     let status = client.say_hello(hello("slow", 60_000)).await.unwrap_err();
     assert_eq!(status.code(), tonic::Code::DeadlineExceeded, "{status:?}");
 
-    // A request's own deadline, shorter than the endpoint's.
-    let mut req = tonic::Request::new(hello("hurried", 2_000));
-    req.set_timeout(Duration::from_millis(500));
+    // A request's own deadline, shorter than the endpoint's: the call that
+    // would take a minute gives up at it (the endpoint's 500 ms would do
+    // too, so the message tells which one fired).
+    let mut req = tonic::Request::new(hello("hurried", 60_000));
+    req.set_timeout(Duration::from_millis(100));
     let status = client.say_hello(req).await.unwrap_err();
     assert_eq!(status.code(), tonic::Code::DeadlineExceeded, "{status:?}");
+    assert!(status.message().contains("100ms"), "{status:?}");
 
     // The channel still works after calls that timed out.
     let reply = client.say_hello(hello("again", 0)).await.unwrap();
