@@ -31,6 +31,10 @@
 //! let mut client = GreeterClient::new(channel);
 //! ```
 //!
+//! Deadlines on the server: tonic's `Server` ends a call at the deadline its
+//! client sent (`grpc-timeout`) or at `Server::timeout`, on tokio's timer;
+//! wrap the routes in [`GrpcTimeoutLayer`] for the same on numa_rt's.
+//!
 //! One difference remains: the `grpc-timeout` header is taken off the
 //! request before tonic's channel sees it (tonic's channel would start a
 //! tokio timer for it), so the server is not told the client's deadline;
@@ -224,6 +228,126 @@ impl Future for ResponseFuture {
 impl fmt::Debug for ResponseFuture {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("ResponseFuture")
+    }
+}
+
+/// A tower layer that gives each gRPC call on the server the deadline its
+/// client sent in `grpc-timeout` (and at most `server_timeout`), on
+/// numa_rt's timer: what tonic's `Server` does with `Server::timeout` and the
+/// header, which [`crate::serve()`] does not do by itself (tonic's own layer
+/// sleeps on tokio's timer).
+///
+/// A call still running at its deadline is dropped, which cancels the
+/// handler's future at its next await, and answered as tonic's server
+/// answers it: status `CANCELLED`, "Timeout expired", in a trailers-only
+/// response. A malformed header is ignored, as tonic ignores it.
+///
+/// ```ignore
+/// let routes = tonic::service::Routes::new(GreeterServer::new(MyGreeter))
+///     .into_axum_router()
+///     .layer(numa_rt::tonic::GrpcTimeoutLayer::new().server_timeout(Duration::from_secs(30)));
+/// numa_rt::serve(listener, routes).await?;
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GrpcTimeoutLayer {
+    server_timeout: Option<Duration>,
+}
+
+impl GrpcTimeoutLayer {
+    /// Deadlines from the `grpc-timeout` header only.
+    pub fn new() -> GrpcTimeoutLayer {
+        GrpcTimeoutLayer::default()
+    }
+
+    /// No call runs longer than `timeout`, whatever its client asked
+    /// (tonic's `Server::timeout`).
+    pub fn server_timeout(mut self, timeout: Duration) -> GrpcTimeoutLayer {
+        self.server_timeout = Some(timeout);
+        self
+    }
+}
+
+impl<S> tower_layer::Layer<S> for GrpcTimeoutLayer {
+    type Service = GrpcTimeout<S>;
+
+    fn layer(&self, inner: S) -> GrpcTimeout<S> {
+        GrpcTimeout {
+            inner,
+            server_timeout: self.server_timeout,
+        }
+    }
+}
+
+/// The service of a [`GrpcTimeoutLayer`].
+#[derive(Clone, Debug)]
+pub struct GrpcTimeout<S> {
+    inner: S,
+    server_timeout: Option<Duration>,
+}
+
+impl<S, B, RB> Service<Request<B>> for GrpcTimeout<S>
+where
+    S: Service<Request<B>, Response = Response<RB>>,
+    RB: Default,
+{
+    type Response = Response<RB>;
+    type Error = S::Error;
+    type Future = GrpcTimeoutFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<B>) -> GrpcTimeoutFuture<S::Future> {
+        let asked = req
+            .headers()
+            .get("grpc-timeout")
+            .and_then(|v| parse_grpc_timeout(v.as_bytes()));
+        let deadline = match (asked, self.server_timeout) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        GrpcTimeoutFuture {
+            call: Box::pin(self.inner.call(req)),
+            sleep: deadline.map(|d| Box::pin(crate::time::sleep(d))),
+        }
+    }
+}
+
+/// The future of a [`GrpcTimeout`] call.
+pub struct GrpcTimeoutFuture<F> {
+    // Boxed so that the future is `Unpin` without a pin projection.
+    call: Pin<Box<F>>,
+    sleep: Option<Pin<Box<crate::time::Sleep>>>,
+}
+
+impl<F, RB, E> Future for GrpcTimeoutFuture<F>
+where
+    F: Future<Output = Result<Response<RB>, E>>,
+    RB: Default,
+{
+    type Output = Result<Response<RB>, E>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if let Poll::Ready(r) = self.call.as_mut().poll(cx) {
+            return Poll::Ready(r);
+        }
+        let expired = match self.sleep.as_mut() {
+            Some(sleep) => sleep.as_mut().poll(cx).is_ready(),
+            None => false,
+        };
+        if !expired {
+            return Poll::Pending;
+        }
+        // The handler's future is dropped with this one, which the caller
+        // drops once it is finished.
+        Poll::Ready(Ok(tonic::Status::cancelled("Timeout expired").into_http()))
+    }
+}
+
+impl<F> fmt::Debug for GrpcTimeoutFuture<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("GrpcTimeoutFuture")
     }
 }
 

@@ -144,3 +144,73 @@ async fn connecting_to_a_closed_port_fails_with_an_error() {
         .unwrap_err();
     assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
 }
+
+/// The server ends a call at the deadline its client sent in `grpc-timeout`
+/// (or at its own `server_timeout`, the shorter wins), on numa_rt's timer,
+/// as tonic's `Server` does on tokio's: `CANCELLED`, "Timeout expired".
+/// The client here is tonic's generated one over hyper-util's client, which
+/// sends the header as it is and keeps no deadline of its own, so the status
+/// seen is the server's. Real time with wide margins: calls that would take
+/// a minute against deadlines under a second.
+#[numa_rt::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_keeps_the_deadline_its_client_sent() {
+    use numa_rt::tonic::GrpcTimeoutLayer;
+
+    async fn serve_with(layer: GrpcTimeoutLayer) -> (SocketAddr, numa_rt::JoinHandle<()>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = tonic::service::Routes::new(GreeterServer::new(MyGreeter))
+            .into_axum_router()
+            .layer(layer);
+        let server = numa_rt::spawn(async move {
+            numa_rt::serve(listener, app).await.unwrap();
+        });
+        (addr, server)
+    }
+    fn client(
+        addr: SocketAddr,
+    ) -> GreeterClient<
+        hyper_util::client::legacy::Client<numa_rt::hyper::Connector, tonic::body::Body>,
+    > {
+        let http = hyper_util::client::legacy::Client::builder(numa_rt::hyper::Executor)
+            .timer(numa_rt::hyper::Timer)
+            .http2_only(true)
+            .build(numa_rt::hyper::Connector::new());
+        GreeterClient::with_origin(http, format!("http://{addr}").parse().unwrap())
+    }
+
+    // Deadlines from the header only.
+    let (addr, server) = serve_with(GrpcTimeoutLayer::new()).await;
+    let mut greeter = client(addr);
+    let reply = greeter.say_hello(hello("quick", 0)).await.unwrap();
+    assert_eq!(reply.into_inner().message, "Hello quick!");
+
+    let mut req = tonic::Request::new(hello("hurried", 60_000));
+    req.set_timeout(Duration::from_millis(200));
+    let status = greeter.say_hello(req).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Cancelled, "{status:?}");
+    assert_eq!(status.message(), "Timeout expired", "{status:?}");
+
+    // A deadline the call beats is not an error; nor is a malformed header.
+    let mut req = tonic::Request::new(hello("in time", 0));
+    req.set_timeout(Duration::from_secs(30));
+    assert!(greeter.say_hello(req).await.is_ok());
+    let mut req = tonic::Request::new(hello("bad header", 0));
+    req.metadata_mut()
+        .insert("grpc-timeout", "soon".parse().unwrap());
+    assert!(greeter.say_hello(req).await.is_ok());
+    server.abort();
+
+    // The server's own limit, shorter than the client's deadline.
+    let (addr, server) =
+        serve_with(GrpcTimeoutLayer::new().server_timeout(Duration::from_millis(200))).await;
+    let mut greeter = client(addr);
+    let mut req = tonic::Request::new(hello("patient", 60_000));
+    req.set_timeout(Duration::from_secs(120));
+    let status = greeter.say_hello(req).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Cancelled, "{status:?}");
+    let reply = greeter.say_hello(hello("quick", 0)).await.unwrap();
+    assert_eq!(reply.into_inner().message, "Hello quick!");
+    server.abort();
+    assert!(!tokio_runtime_present());
+}
