@@ -41,7 +41,8 @@
 //! - Accept errors as axum handles them. Running out of descriptors
 //!   (`EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM`) never reaches the loop:
 //!   numa_rt's listeners wait that out themselves, retrying every 10 ms, so
-//!   the backlog is served as soon as descriptors are freed. A connection
+//!   the backlog is served as soon as descriptors are freed; they say so on
+//!   standard error when it begins and ends (at most one report every 10 s). A connection
 //!   reset or aborted before it was accepted is skipped; any other error is
 //!   logged (a `tracing` error event with the feature `axum`, as axum logs
 //!   it; on standard error without it), then the loop sleeps one second on

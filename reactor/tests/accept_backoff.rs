@@ -29,8 +29,54 @@ fn get_nofile() -> libc::rlimit {
     lim
 }
 
+/// The scenario runs in a child process (this binary again, told so by
+/// `CHILD`), whose standard error the test reads: the listener must say on
+/// stderr that accepts fail for want of descriptors, and when they work
+/// again.
 #[test]
 fn accept_backs_off_under_emfile_and_recovers() {
+    if std::env::var_os(CHILD).is_some() {
+        return exhaust_and_recover();
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .env(CHILD, "1")
+        .args([
+            "--exact",
+            "accept_backs_off_under_emfile_and_recovers",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .output()
+        .expect("runs this test binary again");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the child failed: {}\n{stdout}\n{stderr}",
+        out.status
+    );
+    assert!(
+        stdout.contains("1 passed"),
+        "the child ran the test: {stdout}"
+    );
+    let failed = stderr
+        .lines()
+        .find(|l| l.starts_with("numa_rt: accept on 127.0.0.1:") && l.contains(" failed: "))
+        .unwrap_or_else(|| panic!("no report of the failed accept on stderr:\n{stderr}"));
+    assert!(failed.contains("retries every 10 ms"), "{failed}");
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.starts_with("numa_rt: accept on 127.0.0.1:")
+                && l.contains(" works again after ")),
+        "no report of the recovery on stderr:\n{stderr}"
+    );
+}
+
+/// Set in the child that runs the scenario.
+const CHILD: &str = "NUMA_RT_TEST_ACCEPT_BACKOFF_CHILD";
+
+fn exhaust_and_recover() {
     let (_r, mut d, _g) = common::setup(1);
     let listener = common::block_on(&mut d[0], TcpListener::bind("127.0.0.1:0")).unwrap();
     let addr = listener.local_addr().unwrap();
