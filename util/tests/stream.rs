@@ -7,12 +7,10 @@ use numa_rt_util::stream::wrappers::{
     IntervalStream, JoinSetStream, ReadDirStream, ReceiverStream, SignalStream, TcpListenerStream,
     UnixListenerStream,
 };
-// futures' StreamExt, not tokio-stream's: a build that turns on tokio-stream's `time`
-// feature (tokio-test and console-subscriber do, in this workspace) gives
-// tokio-stream's trait its own `timeout` and `throttle`, and with both traits
-// in scope the calls would be ambiguous.
-use futures::StreamExt;
-use numa_rt_util::stream::{Elapsed, StreamMap, TimedStreamExt};
+// numa_rt_util's StreamExt alone: this workspace's builds turn on
+// tokio-stream's `time` feature (tokio-test and console-subscriber do), and
+// the calls below must not be ambiguous or reach tokio's timer then.
+use numa_rt_util::stream::{Elapsed, StreamExt, StreamMap};
 use tokio::sync::mpsc;
 
 fn ms(n: u64) -> Duration {
@@ -208,4 +206,60 @@ async fn read_dir_stream_lists_a_directory() {
     names.sort();
     assert_eq!(names, ["a", "b", "c"]);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Every method of `StreamExt` that is tokio-stream's own, in a spawned
+/// task (so the futures `next`, `all`, `fold`, `collect`… return are `Send`
+/// for a `Send` stream).
+#[numa_rt::test]
+async fn stream_ext_has_tokio_streams_methods_in_a_send_task() {
+    use numa_rt_util::stream::iter;
+    let task = numa_rt::spawn(async {
+        let mut s = iter(1..=10)
+            .map(|x| x * 2)
+            .filter(|x| x % 4 != 0)
+            .filter_map(|x| (x != 2).then_some(x))
+            .chain(iter([100, 200]))
+            .skip(1)
+            .take(4)
+            .fuse();
+        let mut got = Vec::new();
+        while let Some(x) = s.next().await {
+            got.push(x);
+        }
+        assert_eq!(got, [10, 14, 18, 100]);
+
+        let mut evens = iter([2, 4, 6]);
+        assert!(evens.all(|x| x % 2 == 0).await);
+        let mut some = iter([1, 3, 4]);
+        assert!(some.any(|x| x == 4).await);
+        assert_eq!(iter(1..=4).fold(0, |a, x| a + x).await, 10);
+        let v: Vec<i32> = iter([3, 1, 2]).collect().await;
+        assert_eq!(v, [3, 1, 2]);
+        let r: Result<Vec<i32>, u8> = iter([Ok(1), Err(7), Ok(3)]).collect().await;
+        assert_eq!(r, Err(7));
+
+        let mut results = iter([Ok::<_, u8>(1), Err(9)]);
+        assert_eq!(results.try_next().await, Ok(Some(1)));
+        assert_eq!(results.try_next().await, Err(9));
+
+        let w: Vec<_> = iter(1..10).take_while(|x| *x < 4).collect().await;
+        assert_eq!(w, [1, 2, 3]);
+        let w: Vec<_> = iter(1..6).skip_while(|x| *x < 4).collect().await;
+        assert_eq!(w, [4, 5]);
+        let w: Vec<_> = iter([Some(1), Some(2), None, Some(4)])
+            .map_while(|x| x)
+            .collect()
+            .await;
+        assert_eq!(w, [1, 2]);
+        let w: Vec<_> = iter([1, 2]).then(|x| async move { x + 1 }).collect().await;
+        assert_eq!(w, [2, 3]);
+        let mut m: Vec<_> = iter([1, 2]).merge(iter([3])).collect().await;
+        m.sort();
+        assert_eq!(m, [1, 2, 3]);
+        let mut p = iter([7, 8]).peekable();
+        assert_eq!(p.peek().await, Some(&7));
+        assert_eq!(p.next().await, Some(7));
+    });
+    task.await.unwrap();
 }

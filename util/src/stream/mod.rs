@@ -1,7 +1,7 @@
 //! tokio-stream on numa_rt (feature `tokio-stream`).
 //!
 //! tokio-stream's runtime-free parts are re-exported as they are
-//! ([`Stream`], [`StreamExt`], [`StreamMap`], [`iter`], [`once`], …, and in
+//! ([`Stream`], [`StreamMap`], [`iter`], [`once`], …, and in
 //! [`wrappers`] the channel, broadcast, watch and I/O-line streams). Its
 //! runtime-bound parts are written here with tokio-stream's names:
 //! [`wrappers::TcpListenerStream`], [`wrappers::UnixListenerStream`],
@@ -12,13 +12,13 @@
 //!
 //! # Porting
 //!
-//! Replace `tokio_stream` by `numa_rt_util::stream`. The timed combinators
-//! are tokio-stream `StreamExt` methods, and another crate cannot add
-//! methods to that trait, so they live in [`TimedStreamExt`]: a port that
-//! calls one of them adds that trait to its `use` line:
+//! Replace `tokio_stream` by `numa_rt_util::stream`. [`StreamExt`] is this
+//! crate's: every method of tokio-stream's, the timed ones on numa_rt's
+//! timer, so one `use` line changes and nothing else, whichever of
+//! tokio-stream's features other crates switch on:
 //!
 //! ```
-//! use numa_rt_util::stream::{StreamExt, TimedStreamExt}; // was: tokio_stream::StreamExt
+//! use numa_rt_util::stream::StreamExt; // was: tokio_stream::StreamExt
 //! use std::time::Duration;
 //!
 //! #[numa_rt::main(max_procs = 1)]
@@ -32,18 +32,18 @@
 //! }
 //! ```
 //!
-//! Build tokio-stream without its `time` feature (`default-features =
-//! false`) where the application names it itself: with it on, its
-//! `StreamExt::timeout` would clash with this crate's
-//! [`TimedStreamExt::timeout`] (and sleep on tokio's timer).
+//! Importing tokio-stream's `StreamExt` beside it makes every method
+//! ambiguous: import one of the two.
 
+mod ext;
 mod timed;
 pub mod wrappers;
 
-pub use timed::{ChunksTimeout, Elapsed, Throttle, TimedStreamExt, Timeout, TimeoutRepeating};
+pub use ext::StreamExt;
+pub use timed::{ChunksTimeout, Elapsed, Throttle, Timeout, TimeoutRepeating};
 pub use tokio_stream::{
-    empty, iter, once, pending, Empty, FromStream, Iter, Once, Pending, Stream, StreamExt,
-    StreamMap, StreamNotifyClose,
+    empty, iter, once, pending, Empty, FromStream, Iter, Once, Pending, Stream, StreamMap,
+    StreamNotifyClose,
 };
 
 /// tokio-stream's stream adapters (the types `StreamExt`'s methods return),

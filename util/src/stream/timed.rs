@@ -8,79 +8,10 @@ use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 use tokio_stream::adapters::Fuse;
-use tokio_stream::{Stream, StreamExt};
+use tokio_stream::Stream;
 
-/// The timed methods of tokio-stream's `StreamExt`, timed on numa_rt.
-///
-/// Implemented for every [`Stream`]; bring it into scope beside
-/// `StreamExt` (see [the module's porting
-/// note](super#porting)).
-pub trait TimedStreamExt: Stream {
-    /// Each item must come within `duration` of the previous one (or of
-    /// the call, for the first): otherwise the stream yields
-    /// `Err(Elapsed)` once and goes on waiting for the item, with no
-    /// deadline until the next item comes. As tokio-stream's.
-    fn timeout(self, duration: Duration) -> Timeout<Self>
-    where
-        Self: Sized,
-    {
-        Timeout {
-            stream: StreamExt::fuse(self),
-            deadline: numa_rt::time::sleep(duration),
-            duration,
-            poll_deadline: true,
-        }
-    }
-
-    /// Yields `Err(Elapsed)` at every tick of `interval` that comes while
-    /// no item does; each item restarts the interval. As tokio-stream's.
-    fn timeout_repeating(self, interval: Interval) -> TimeoutRepeating<Self>
-    where
-        Self: Sized,
-    {
-        TimeoutRepeating {
-            stream: StreamExt::fuse(self),
-            interval,
-        }
-    }
-
-    /// Items no closer together than `duration`: after each item, the next
-    /// waits until `duration` has passed. As tokio-stream's.
-    fn throttle(self, duration: Duration) -> Throttle<Self>
-    where
-        Self: Sized,
-    {
-        Throttle {
-            delay: numa_rt::time::sleep(duration),
-            duration,
-            has_delayed: true,
-            stream: self,
-        }
-    }
-
-    /// Batches items into vectors of up to `max_size`, each yielded when
-    /// full or `duration` after its first item came, whichever is first;
-    /// the last, partial batch when the stream ends. As tokio-stream's,
-    /// except that a `max_size` of 0 counts as 1 (tokio-stream panics).
-    fn chunks_timeout(self, max_size: usize, duration: Duration) -> ChunksTimeout<Self>
-    where
-        Self: Sized,
-    {
-        let cap = max_size.max(1);
-        ChunksTimeout {
-            stream: StreamExt::fuse(self),
-            deadline: None,
-            duration,
-            items: Vec::with_capacity(cap),
-            cap,
-        }
-    }
-}
-
-impl<S: Stream + ?Sized> TimedStreamExt for S {}
-
-/// The error of [`TimedStreamExt::timeout`] and
-/// [`TimedStreamExt::timeout_repeating`]: no item came in time.
+/// The error of [`StreamExt::timeout`](super::StreamExt::timeout) and
+/// [`StreamExt::timeout_repeating`](super::StreamExt::timeout_repeating): no item came in time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Elapsed(());
 
@@ -99,7 +30,7 @@ impl From<Elapsed> for std::io::Error {
 }
 
 pin_project! {
-    /// The stream of [`TimedStreamExt::timeout`].
+    /// The stream of [`StreamExt::timeout`](super::StreamExt::timeout).
     #[must_use = "streams do nothing unless polled"]
     #[derive(Debug)]
     pub struct Timeout<S> {
@@ -143,7 +74,7 @@ impl<S: Stream> Stream for Timeout<S> {
 }
 
 pin_project! {
-    /// The stream of [`TimedStreamExt::timeout_repeating`].
+    /// The stream of [`StreamExt::timeout_repeating`](super::StreamExt::timeout_repeating).
     #[must_use = "streams do nothing unless polled"]
     #[derive(Debug)]
     pub struct TimeoutRepeating<S> {
@@ -175,7 +106,7 @@ impl<S: Stream> Stream for TimeoutRepeating<S> {
 }
 
 pin_project! {
-    /// The stream of [`TimedStreamExt::throttle`].
+    /// The stream of [`StreamExt::throttle`](super::StreamExt::throttle).
     #[must_use = "streams do nothing unless polled"]
     #[derive(Debug)]
     pub struct Throttle<S> {
@@ -233,7 +164,7 @@ impl<S: Stream> Stream for Throttle<S> {
 }
 
 pin_project! {
-    /// The stream of [`TimedStreamExt::chunks_timeout`].
+    /// The stream of [`StreamExt::chunks_timeout`](super::StreamExt::chunks_timeout).
     #[must_use = "streams do nothing unless polled"]
     #[derive(Debug)]
     pub struct ChunksTimeout<S: Stream> {
@@ -297,5 +228,50 @@ impl<S: Stream> Stream for ChunksTimeout<S> {
             (lower / self.cap).saturating_add(pending),
             upper.and_then(|n| n.checked_add(pending)),
         )
+    }
+}
+
+impl<S: Stream> Timeout<S> {
+    pub(super) fn new(stream: S, duration: Duration) -> Timeout<S> {
+        Timeout {
+            stream: tokio_stream::StreamExt::fuse(stream),
+            deadline: numa_rt::time::sleep(duration),
+            duration,
+            poll_deadline: true,
+        }
+    }
+}
+
+impl<S: Stream> TimeoutRepeating<S> {
+    pub(super) fn new(stream: S, interval: Interval) -> TimeoutRepeating<S> {
+        TimeoutRepeating {
+            stream: tokio_stream::StreamExt::fuse(stream),
+            interval,
+        }
+    }
+}
+
+impl<S: Stream> Throttle<S> {
+    pub(super) fn new(stream: S, duration: Duration) -> Throttle<S> {
+        Throttle {
+            delay: numa_rt::time::sleep(duration),
+            duration,
+            has_delayed: true,
+            stream,
+        }
+    }
+}
+
+impl<S: Stream> ChunksTimeout<S> {
+    /// A `max_size` of 0 counts as 1 (tokio-stream panics).
+    pub(super) fn new(stream: S, max_size: usize, duration: Duration) -> ChunksTimeout<S> {
+        let cap = max_size.max(1);
+        ChunksTimeout {
+            stream: tokio_stream::StreamExt::fuse(stream),
+            deadline: None,
+            duration,
+            items: Vec::with_capacity(cap),
+            cap,
+        }
     }
 }
