@@ -60,7 +60,6 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::task::{ready, Context, Poll, Waker};
-use std::time::Duration;
 
 pub use self::async_fd::{
     AsyncFd, AsyncFdReadyGuard, AsyncFdReadyMutGuard, AsyncFdRegisterError, AsyncFdTryNewError,
@@ -82,8 +81,7 @@ use crate::driver::io::Direction;
 use crate::driver::registration::PollEvented;
 use crate::time::{sleep, Sleep};
 
-/// How long a listener waits before retrying after running out of descriptors.
-const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
+use crate::tuning::ACCEPT_BACKOFF;
 
 pub(crate) use self::resolve::resolve;
 
