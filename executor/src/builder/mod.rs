@@ -268,7 +268,7 @@ impl Builder {
     /// The most I/O events a P takes in a look that does not wait: a busy
     /// P's every `event_interval` ticks, a P running out of work, an idle
     /// P draining a busy one. Each event wakes a task into the P's queue:
-    /// a small batch keeps an overloaded P's queue from overflowing while
+    /// a small take keeps an overloaded P's queue from overflowing while
     /// the rest stay in the kernel. Default: as
     /// [`max_io_events_per_tick`](Builder::max_io_events_per_tick). Must be
     /// at least 1 (tokio's `max_io_events_per_busy_tick`).
