@@ -13,8 +13,8 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::Instant;
 
 impl Handle {
-    /// See [`Runtime::block_on`]. Works from any thread that is not a
-    /// runtime worker.
+    /// See [`Runtime::block_on`](super::Runtime::block_on). Works from any
+    /// thread that is not a runtime worker.
     #[track_caller]
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
         if context::in_worker() {
