@@ -14,7 +14,9 @@ Policy, `seat` -> Seat, `p`/`procs[..]` -> Processor), else by a name that
 only one function of the crate has; calls it cannot resolve are skipped
 (listed with -v). The walk writes the file of every function it enters
 and, after each call, the caller's file again; the figure is the number of
-times that sequence moves into a file it had already been in and left.
+times that sequence moves into a file it had already been in and left
+(every return from a call into another file is one), and, of those, the
+moves made by a call rather than a return.
 
     python3 .ci/core_walk.py [-v]
     CORE_WALK_SRC=<another tree>/executor/src python3 .ci/core_walk.py
@@ -145,12 +147,17 @@ def main():
     parse()
     start = ("Worker", "run_core")
     seq = []
+    calls_back = [0]  # calls into another file the walk had been in
+    been = set()
     seen = set()
     skipped = []
 
     def walk(key, depth):
         seen.add(key)
         file, body = FNS[key]
+        if seq and seq[-1] != file and file in been:
+            calls_back[0] += 1
+        been.add(file)
         seq.append(file)
         for m in CALL.finditer(body):
             recv, name = m.group(1), m.group(2)
@@ -182,7 +189,10 @@ def main():
     if VERBOSE:
         print("unresolved:", *sorted(set(skipped)), sep="\n  ")
         print("sequence:", " -> ".join(flat))
-    print(f"functions entered: {len(seen)}; files: {len(files)}; returns to a file it left: {returns}")
+    print(
+        f"functions entered: {len(seen)}; files: {len(files)}; "
+        f"returns to a file it left: {returns} (of them by a call, not a return: {calls_back[0]})"
+    )
     for f in files:
         print("  ", f)
 
