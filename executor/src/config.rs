@@ -6,6 +6,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The default of `global_queue_interval` and `event_interval`, and a
+/// `LocalSet`'s tasks per turn: Go's 61 (`schedtick % 61`), the tasks run
+/// from one source before another gets its turn (a prime, so the turns do
+/// not fall in step with a program's own periods). A setting's default, not
+/// a tuning constant (`tuning.rs`).
+pub(crate) const DEFAULT_TURN: u32 = 61;
+
 /// Gives the number of P's the process may use now (see `procs_source`).
 pub(crate) type ProcsSource = Arc<dyn Fn() -> usize + Send + Sync>;
 

@@ -14,6 +14,8 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
+use crate::tuning::EWMA_ALPHA;
+
 /// A counter with one writer at a time (the M holding the P).
 #[derive(Default)]
 pub(crate) struct Counter(AtomicU64);
@@ -157,9 +159,6 @@ const _: () = {
     assert!(std::mem::offset_of!(ProcCounters, polls) == 128);
     assert!(std::mem::offset_of!(ProcCounters, unparks) % 128 == 0);
 };
-
-/// tokio's weight of one poll in the mean poll time's moving average.
-const EWMA_ALPHA: f64 = 0.1;
 
 impl ProcCounters {
     pub(crate) fn new(histogram: Option<&crate::HistogramConfig>) -> Self {

@@ -35,7 +35,7 @@ pub struct ProcMetrics {
     pub tasks_polled: u64,
     /// Of those, tasks taken from `runnext`.
     pub runnext_polls: u64,
-    /// Times a task (or a batch) was taken from the node queue or inbox.
+    /// Takes from the node queue or inbox (one task, or several at once).
     pub global_queue_polls: u64,
     /// Tasks stolen by this P from others. Each is polled here once before
     /// it can move again, so this is also the count of polls that ran a

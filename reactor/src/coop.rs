@@ -10,8 +10,9 @@
 use std::cell::Cell;
 use std::task::{Context, Poll};
 
-/// Operations a task may perform per poll before it is made to yield.
-pub const BUDGET: u8 = 128;
+/// Operations a task may perform per poll before it is made to yield
+/// (see `tuning.rs`).
+pub const BUDGET: u8 = crate::tuning::BUDGET;
 
 thread_local! {
     /// `None` outside a task poll: resources used from plain `block_on`

@@ -40,12 +40,14 @@ pub mod net;
 pub mod signal;
 mod sys;
 pub mod time;
+mod tuning;
 
 pub use driver::io::is_shutdown_error;
 pub use driver::{
     Driver, DriverStats, EventsPerTick, Reactor, SysmonHook, Unparker, EVENTS_PER_TICK,
     FDS_PER_PROC,
 };
+pub use tuning::TIMER_TICK;
 
 #[cfg(test)]
 mod tests {

@@ -48,8 +48,8 @@
 //! thread that may block. numa_rt's blocking pool is exactly that: its
 //! threads hold no P, so a slow disk holds up no task.
 //!
-//! io_uring would take the thread hop out of each operation (and batch
-//! them), and it is the better design on Linux ≥ 5.6 for file-heavy
+//! io_uring would take the thread hop out of each operation (and submit
+//! many at once), and it is the better design on Linux ≥ 5.6 for file-heavy
 //! services. It is not here now because it needs a second kind of event
 //! source in every per-P driver (a ring per P whose completions wake the
 //! parked M, beside its epoll and eventfd), buffers owned by the kernel

@@ -1,4 +1,4 @@
-//! [`read_dir`]: a directory's entries, fetched in batches on the blocking
+//! [`read_dir`]: a directory's entries, fetched in chunks on the blocking
 //! pool.
 
 use std::collections::VecDeque;
@@ -16,9 +16,9 @@ use super::{asyncify, background_failed};
 use crate::JoinHandle;
 
 /// Entries fetched per trip to the blocking pool.
-const BATCH: usize = 32;
+const CHUNK: usize = 32;
 
-/// Opens a directory for listing (`std::fs::read_dir`; the first batch of
+/// Opens a directory for listing (`std::fs::read_dir`; the first chunk of
 /// entries is read at once).
 ///
 /// ```
@@ -38,25 +38,25 @@ pub async fn read_dir(path: impl AsRef<Path>) -> io::Result<ReadDir> {
     let path = path.as_ref().to_owned();
     asyncify(move || {
         let mut iter = std::fs::read_dir(path)?;
-        let batch = Batch::fetch(&mut iter);
-        Ok(ReadDir(State::Idle(Some((batch, iter)))))
+        let chunk = Chunk::fetch(&mut iter);
+        Ok(ReadDir(State::Idle(Some((chunk, iter)))))
     })
     .await
 }
 
-/// A batch of entries and whether the directory has more.
-struct Batch {
+/// A chunk of entries and whether the directory has more.
+struct Chunk {
     entries: VecDeque<io::Result<DirEntry>>,
     more: bool,
 }
 
-impl Batch {
-    fn fetch(iter: &mut std::fs::ReadDir) -> Batch {
-        let mut entries = VecDeque::with_capacity(BATCH);
-        while entries.len() < BATCH {
+impl Chunk {
+    fn fetch(iter: &mut std::fs::ReadDir) -> Chunk {
+        let mut entries = VecDeque::with_capacity(CHUNK);
+        while entries.len() < CHUNK {
             match iter.next() {
                 None => {
-                    return Batch {
+                    return Chunk {
                         entries,
                         more: false,
                     }
@@ -65,14 +65,14 @@ impl Batch {
                     file_type: e.file_type().ok(),
                     std: Arc::new(e),
                 })),
-                // An error ends the batch; the next one tries again.
+                // An error ends the chunk; the next one tries again.
                 Some(Err(e)) => {
                     entries.push_back(Err(e));
                     break;
                 }
             }
         }
-        Batch {
+        Chunk {
             entries,
             more: true,
         }
@@ -80,8 +80,8 @@ impl Batch {
 }
 
 enum State {
-    Idle(Option<(Batch, std::fs::ReadDir)>),
-    Busy(JoinHandle<(Batch, std::fs::ReadDir)>),
+    Idle(Option<(Chunk, std::fs::ReadDir)>),
+    Busy(JoinHandle<(Chunk, std::fs::ReadDir)>),
 }
 
 /// The entries of a directory (tokio's `fs::ReadDir`), from [`read_dir`].
@@ -108,19 +108,19 @@ impl ReadDir {
         loop {
             match &mut self.0 {
                 State::Idle(slot) => {
-                    let Some((batch, _)) = slot.as_mut() else {
+                    let Some((chunk, _)) = slot.as_mut() else {
                         return Poll::Ready(Ok(None));
                     };
-                    if let Some(entry) = batch.entries.pop_front() {
+                    if let Some(entry) = chunk.entries.pop_front() {
                         return Poll::Ready(entry.map(Some));
                     }
-                    if !batch.more {
+                    if !chunk.more {
                         return Poll::Ready(Ok(None));
                     }
                     let (_, mut iter) = slot.take().expect("checked above");
                     self.0 = State::Busy(crate::spawn_blocking(move || {
-                        let batch = Batch::fetch(&mut iter);
-                        (batch, iter)
+                        let chunk = Chunk::fetch(&mut iter);
+                        (chunk, iter)
                     }));
                 }
                 State::Busy(handle) => {

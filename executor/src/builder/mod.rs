@@ -78,8 +78,8 @@ impl Builder {
             thread_stack_size: None,
             max_blocking_threads: 512,
             blocking_keep_alive: Duration::from_secs(10),
-            global_queue_interval: 61,
-            event_interval: 61,
+            global_queue_interval: crate::config::DEFAULT_TURN,
+            event_interval: crate::config::DEFAULT_TURN,
             io_events_per_tick: numa_rt_reactor::EVENTS_PER_TICK,
             io_events_per_busy_tick: None,
             on_thread_start: None,
@@ -235,7 +235,9 @@ impl Builder {
         self
     }
 
-    /// How long an idle blocking thread waits for work before it exits (default 10 s).
+    /// How long an idle blocking thread, or an M left without a P (after
+    /// `block_in_place`, or with more M's than P's), waits for work before it
+    /// exits (default 10 s).
     pub fn blocking_keep_alive(&mut self, d: Duration) -> &mut Self {
         self.blocking_keep_alive = d;
         self
@@ -266,7 +268,7 @@ impl Builder {
     /// The most I/O events a P takes in a look that does not wait: a busy
     /// P's every `event_interval` ticks, a P running out of work, an idle
     /// P draining a busy one. Each event wakes a task into the P's queue:
-    /// a small batch keeps an overloaded P's queue from overflowing while
+    /// a small take keeps an overloaded P's queue from overflowing while
     /// the rest stay in the kernel. Default: as
     /// [`max_io_events_per_tick`](Builder::max_io_events_per_tick). Must be
     /// at least 1 (tokio's `max_io_events_per_busy_tick`).

@@ -13,7 +13,6 @@ use super::machine::{Live, Machine};
 use super::seat::Seat;
 use super::worker::Worker;
 use super::{BoxCore, Shared};
-use crate::tuning::M_KEEP_ALIVE;
 use std::sync::atomic::{AtomicBool, Ordering::*};
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -186,7 +185,7 @@ fn bind_machine(shared: &Arc<Shared>, node: usize, first_p: Option<usize>) {
 }
 
 /// An M without a P waits in its node's pool for one (or exits after
-/// `M_KEEP_ALIVE`, or at shutdown). If it lost P `last_p` (block_in_place),
+/// `blocking_keep_alive`, as an idle blocking thread does, or at shutdown). If it lost P `last_p` (block_in_place),
 /// it also asks for that P back: the P's holder returns it when it would
 /// otherwise park (Go's exitsyscall reacquiring its old P). That keeps
 /// P↔M affinity, and it is how an M with pinned tasks gets to run them again.
@@ -237,7 +236,10 @@ fn wait_for_core(
                 slot = machine.cv.wait(slot).unwrap();
             }
         }
-        let (s, t) = machine.cv.wait_timeout(slot, M_KEEP_ALIVE).unwrap();
+        let (s, t) = machine
+            .cv
+            .wait_timeout(slot, shared.config.blocking_keep_alive)
+            .unwrap();
         slot = s;
         // An M with live pinned tasks never leaves: only it may run them.
         if t.timed_out() && slot.is_none() && !machine.local.has_live_tasks() {

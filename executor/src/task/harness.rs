@@ -7,7 +7,8 @@
 //! one plain load (the abort flag) and the `catch_unwind` that was there
 //! before (free unless something panics).
 
-use super::{Id, JoinError, Panic, TaskMeta, ABORTED, FINISHED};
+use super::meta::{ABORTED, FINISHED};
+use super::{Id, JoinError, Panic, TaskMeta};
 use std::cell::Cell;
 use std::future::Future;
 use std::mem::ManuallyDrop;

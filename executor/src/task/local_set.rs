@@ -27,9 +27,10 @@ use std::task::{Context, Poll};
 
 /// The most tasks of the set one turn runs before the driving future gets
 /// its turn again (and, in a task, before the set yields to its P). tokio's
-/// figure: a set with many ready tasks must not starve the future that
-/// `run_until` waits for.
-const TASKS_PER_TURN: usize = 61;
+/// figure, the same turn as a P's global queue gets (`config::DEFAULT_TURN`):
+/// a set with many ready tasks must not starve the future that `run_until`
+/// waits for.
+const TASKS_PER_TURN: usize = crate::config::DEFAULT_TURN as usize;
 
 /// A set of `!Send` tasks that run on the thread that drives the set
 /// (tokio's `task::LocalSet`).

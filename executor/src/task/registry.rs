@@ -62,6 +62,10 @@ use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::task::Waker;
 
+/// The most shards a registry has: a runtime asks for four per P
+/// (`Shared::build`), rounded up to a power of two so that picking one is a
+/// mask, and gets at most this. A table size, not a tuning (tuning.rs):
+/// beyond it, P's share shards.
 const SHARDS: usize = 32;
 
 /// Aligned as the shards are, so that in its `Arc` the fields sit on other

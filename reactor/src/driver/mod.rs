@@ -89,7 +89,7 @@ pub struct EventsPerTick {
     /// When it looks without waiting (a busy P every `event_interval`
     /// ticks, a P running out of work, a helper draining another P):
     /// each event found wakes a task into the P's queue, so a smaller
-    /// batch keeps an overloaded P's queue from overflowing.
+    /// take keeps an overloaded P's queue from overflowing.
     pub busy: usize,
 }
 

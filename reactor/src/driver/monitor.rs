@@ -50,14 +50,7 @@ use std::sync::atomic::{
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-/// The first and the longest sleep between two ticks (Go's sysmon).
-const MIN_DELAY: Duration = Duration::from_micros(20);
-const MAX_DELAY: Duration = Duration::from_millis(10);
-
-/// How long a P's io poller may go undrained, while no parked watcher
-/// watches its node, before the monitor polls it itself (Go's sysmon
-/// polls the network when nobody has for 10 ms).
-const UNWATCHED_POLL: Duration = Duration::from_millis(10);
+use crate::tuning::{MAX_DELAY, MIN_DELAY, UNWATCHED_POLL};
 
 /// The executor's part of the monitor thread (Go's sysmon): called at every
 /// monitor tick, between 20 µs and 10 ms apart while the runtime runs.

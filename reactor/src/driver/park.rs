@@ -22,10 +22,7 @@ use super::watch_ops::Ops;
 use super::{paused, Driver, NodeWatch, PState, Unparker, UNPARK_IN_WATCH, UNPARK_TAG, WATCH_TAG};
 use crate::sys;
 
-/// `Driver::host_score` at which a holder takes the watch into its own
-/// poller, and its ceiling; it gives the watch back once the score is 0.
-pub(super) const HOST_AT: u8 = 4;
-const HOST_SCORE_MAX: u8 = 8;
+pub(super) use crate::tuning::{HOST_AT, HOST_SCORE_MAX};
 
 /// What one wake-up of a park found.
 #[derive(Default)]

@@ -39,11 +39,7 @@ use super::io::{
 use super::Shared;
 use crate::{context, coop};
 
-/// Polls in a row from one other P after which a source moves to that P's
-/// poller the first time (see the module docs). Each move doubles it for
-/// that source, up to `MOVE_AFTER << MAX_BACKOFF`.
-pub(crate) const MOVE_AFTER: u32 = 3;
-const MAX_BACKOFF: u32 = 10;
+pub(crate) use crate::tuning::{MAX_BACKOFF, MOVE_AFTER};
 
 /// A source's membership in one P's io poller; deregisters on drop.
 pub(crate) struct Registration {

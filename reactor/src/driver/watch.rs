@@ -39,12 +39,7 @@ use loom::sync::Mutex;
 #[cfg(not(loom))]
 use std::sync::Mutex;
 
-/// The P's of a node whose park epolls can take the watch: the first ones of
-/// the node. Each candidate's park epoll holds the watch epoll (switched off
-/// unless it is the watcher), and every event on the node's pollers walks the
-/// watch epoll's waiters, so the count is bounded; more than enough for the
-/// role to find a parked M whenever the node has idle P's to speak of.
-pub(super) const CANDIDATES: usize = 8;
+pub(super) use crate::tuning::CANDIDATES;
 
 /// What the role protocol needs from the real world (the epoll calls and the
 /// P's parked flags), so the loom model runs this very code.

@@ -78,8 +78,8 @@
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
-/// The length of one tick.
-pub(crate) const RESOLUTION: Duration = Duration::from_millis(1);
+/// The length of one tick (`tuning::TIMER_TICK`).
+pub(crate) const RESOLUTION: Duration = crate::tuning::TIMER_TICK;
 /// Nanoseconds per tick.
 const TICK_NS: u64 = RESOLUTION.as_nanos() as u64;
 /// Levels of the wheel.

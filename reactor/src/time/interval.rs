@@ -20,9 +20,7 @@ pub enum MissedTickBehavior {
     Skip,
 }
 
-/// A late tick counts as "missed" only beyond this slack, so scheduling
-/// jitter does not change the schedule (tokio uses the same 5 ms).
-const MISSED_SLACK: Duration = Duration::from_millis(5);
+use crate::tuning::MISSED_SLACK;
 
 impl MissedTickBehavior {
     fn next(self, scheduled: Instant, now: Instant, period: Duration) -> Instant {

@@ -46,9 +46,17 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 use crate::tuning::{
-    HOLD_MAX_MS, HOLD_MIN_MS, KEEP_WORK_NS, MAX_RESTARTS, MEASURE_MS, SITE_MEMORY_MS, SLOTS,
-    WARMUP_MS,
+    BATCH_IDLE_MS, HOLD_MAX_MS, HOLD_MIN_MS, KEEP_WORK_NS, MAX_RESTARTS, MEASURE_MS,
+    SITE_MEMORY_MS, WARMUP_MS,
 };
+
+/// Bits of a slot index: the top bits of a site's mixed address pick its
+/// slot (`site_slot`).
+const SLOT_BITS: u32 = 6;
+/// Slots in each table; a hub batch maps to `id % SLOTS`. A table size, not
+/// a tuning: a runtime rarely has more hubs than this at once, and one more
+/// shares a slot (the newest takes it over) with no other cost.
+const SLOTS: usize = 1 << SLOT_BITS;
 
 /// A slot's phases (`ModeSlot::phase`); odd phases keep.
 const MEASURE_KEEP: u32 = 1;
@@ -151,7 +159,7 @@ impl Default for HubModes {
 
 fn site_slot(sites: &[SiteSlot; SLOTS], site: usize) -> &SiteSlot {
     // Locations are statics a few words apart: mix the address bits.
-    &sites[(site.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) % SLOTS]
+    &sites[(site.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (usize::BITS - SLOT_BITS)) % SLOTS]
 }
 
 impl HubModes {
@@ -319,7 +327,7 @@ fn advance<N: Fn() -> u32, F: Fn() -> u64>(
     let busy = (at.busy)().saturating_sub(s.busy0.load(Relaxed));
     // (`wakes` is at least 1: only polls that woke anyone are counted.)
     s.last_work.store(busy / u64::from(wakes.max(1)), Relaxed);
-    let keep = if elapsed > 2 * MEASURE_MS + 100 {
+    let keep = if elapsed > 2 * MEASURE_MS + BATCH_IDLE_MS {
         if s.restarts.fetch_add(1, Relaxed) + 1 < MAX_RESTARTS {
             start(s, MEASURE_KEEP, now, at);
             return Decision::None;

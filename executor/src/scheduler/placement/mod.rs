@@ -75,8 +75,10 @@ use crate::counters::ProcCounters;
 use crate::task::{BatchId, Runnable, TaskMeta};
 use std::sync::atomic::Ordering::Relaxed;
 
-// The policy's tuning constants are in crate::tuning with the others.
-use crate::tuning::{BATCH_QUEUE_CAP, MAX_BATCH_RUN, MIN_TASK_NS, RESERVE_NS};
+// The policy's tuning constants are in crate::tuning with the others; the
+// batch queue's bound is beside the queue (not a tuning).
+use crate::tuning::{MAX_BATCH_RUN, MIN_TASK_NS, RESERVE_NS};
+use state::BATCH_QUEUE_CAP;
 
 /// The placement policy of one runtime: its rules and the state of the
 /// batch rules (shared by every P).

@@ -77,6 +77,13 @@ impl RunningBatch {
     }
 }
 
+/// Most tasks a batch queue (`Owner::bq`) holds; beyond it displaced
+/// members go to the ring, stealable. A bound on a P's private memory, not
+/// a tuning: a batch queue holds members of one kept hub batch, and every
+/// bound above the largest batch (63 in a 64-producer fan-in) behaves the
+/// same; it only stops a runaway batch (8 KiB of task pointers at 1,024).
+pub(crate) const BATCH_QUEUE_CAP: usize = 1024;
+
 /// A P's owner-only policy state (in its `Core`). Its fields are the
 /// placement module's alone: the task addresses it keeps (the waker side
 /// of a wake edge, the last wakees) never leave it; the mechanism hands
