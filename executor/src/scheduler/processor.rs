@@ -137,7 +137,7 @@ pub(crate) struct Core {
     /// The placement policy's owner-only state (the batch queue, the
     /// poll's wake edges): placement's type, handed to the policy with the
     /// ring ([`Core::policy_and_ring`]), never read here.
-    policy: PolicyCore,
+    policy_core: PolicyCore,
     /// The `TaskMeta` address of the task in a poll on this core (0: none
     /// yet), for the schedule function to name the waker of a wake edge
     /// ([`Core::polling`]). An address so that `Core` stays `Send`.
@@ -149,13 +149,13 @@ impl Core {
     /// policy's batch queue.
     #[inline]
     pub(crate) fn has_local_work(&self) -> bool {
-        !self.queue.is_empty() || self.policy.has_work()
+        !self.queue.is_empty() || self.policy_core.has_work()
     }
 
     /// Every queued task of this P (ring, `runnext`, batch queue).
     pub(crate) fn drain_local(&mut self, p: &Processor) -> Vec<Runnable> {
         let mut out = self.queue.drain();
-        out.extend(self.policy.drain(p.policy()));
+        out.extend(self.policy_core.drain(p.policy()));
         out
     }
 
@@ -163,13 +163,13 @@ impl Core {
     /// hand tasks to the ring, or swap one into `runnext`).
     #[inline]
     pub(crate) fn policy_and_ring(&mut self) -> (&mut PolicyCore, &mut queue::Local<Runnable>) {
-        (&mut self.policy, &mut self.queue)
+        (&mut self.policy_core, &mut self.queue)
     }
 
     /// The policy's owner-only state.
     #[inline]
     pub(crate) fn policy(&self) -> &PolicyCore {
-        &self.policy
+        &self.policy_core
     }
 
     /// Notes `meta` as the task whose poll on this core begins now.
@@ -245,7 +245,7 @@ impl Processor {
             busy_polls: 0,
             clock_ms: 0,
             retired: false,
-            policy: PolicyCore::new(),
+            policy_core: PolicyCore::new(),
             polling: 0,
         });
         (p, core)

@@ -17,11 +17,18 @@
 //! | 7 | [`Policy::long_poll`] | sysmon, a P in long polls with tasks in its ring and a P idle | offer its queue now (lift its reserve for this poll)? |
 //! | 8 | [`Policy::describe`] | `RuntimeMetrics`, sysmon's idleness test (paused time), the schedtrace and the task dump | its rules; does a P's batch queue hold tasks, how many; a task's live batch; a hub's label ([`Describe`]) |
 //!
-//! These eight and the constructor are the policy's whole surface: `grep`
-//! finds no other `Policy` method called from outside `placement/` (sysmon
-//! included: it asks 7 and 8, and 2 through the mechanism's
-//! `steal_look`). The state types own three small accessors of their own
-//! for the mechanism (`PolicyCore::{has_work, drain}`, `PolicyP::new`) and
+//! These eight and the constructor are the policy's whole surface, 8
+//! methods called from outside `placement/` (sysmon asks 7 and 8, and 2
+//! through the mechanism's `steal_look`); this lists them, calls that
+//! span lines included:
+//!
+//! ```text
+//! grep -rhozE '\.policy\s*\.\s*[a-z_]+' executor/src --include=*.rs \
+//!     --exclude-dir=placement | tr -d ' \n' | tr '\0' '\n' | sort -u
+//! ```
+//!
+//! The state types own three small accessors of their own for the
+//! mechanism (`PolicyCore::{has_work, drain}`, `PolicyP::new`) and
 //! [`Look::stealable`].
 //!
 //! The policy's state is its own: per P the thief-visible [`Hints`] (on
