@@ -172,6 +172,12 @@ impl Core {
         &self.policy_core
     }
 
+    /// The policy's owner-only state, to hand to a verb.
+    #[inline]
+    pub(crate) fn policy_mut(&mut self) -> &mut PolicyCore {
+        &mut self.policy_core
+    }
+
     /// Notes `meta` as the task whose poll on this core begins now.
     #[inline]
     pub(crate) fn set_polling(&mut self, meta: &TaskMeta) {

@@ -133,7 +133,7 @@ impl Worker {
             let h = &self.shared.procs[h];
             h.in_task.load(Relaxed).then(|| h.policy())
         };
-        let (st, _) = core.policy_and_ring();
+        let st = core.policy_mut();
         match self
             .shared
             .policy
@@ -360,15 +360,13 @@ impl Worker {
                 m.runnext_polls.incr();
             } else {
                 core.lifo_polls = 0;
-                let (st, _) = core.policy_and_ring();
-                policy.owner_next(st, p.policy(), Turn::RingRan);
+                policy.owner_next(core.policy_mut(), p.policy(), Turn::RingRan);
                 core.tick = core.tick.wrapping_add(1);
             }
             return Some(t);
         }
         core.lifo_polls = 0;
-        let (st, _) = core.policy_and_ring();
-        policy.owner_next(st, p.policy(), Turn::RingDry);
+        policy.owner_next(core.policy_mut(), p.policy(), Turn::RingDry);
         None
     }
 
