@@ -70,13 +70,13 @@ pub(crate) struct NewLine;
 #[repr(C)]
 pub(crate) struct ProcCounters {
     /// The mean poll time, an exponentially weighted moving average in
-    /// nanoseconds (see `record_busy`). Read by thieves
-    /// (`Policy::keep`).
+    /// nanoseconds (see `record_busy`). Read by thieves (the policy's
+    /// reserve, through `Policy::look` and `Policy::worth_waking`).
     pub(crate) poll_time_ewma_ns: Counter,
     /// Set when a busy stretch outlasts one `event_interval` flush (the P
     /// has run `event_interval` ticks without its queues running dry),
     /// cleared when the stretch closes. A thief leaves a running P's short
-    /// ring alone only while this is clear (`Policy::keep`): a ring that
+    /// ring alone only while this is clear (the policy's reserve): a ring that
     /// never runs dry (tasks that keep yielding or waking each other) is
     /// work the P cannot finish soon, however short it looks. Relaxed: a
     /// hint, written by the P's M only when it changes.
@@ -125,7 +125,7 @@ pub(crate) struct ProcCounters {
     /// The busy time per hub wake (ns) the last of them read (a gauge).
     pub(crate) batch_last_work_ns: Counter,
     /// Hubs of kept batches this P was about to poll, sent back to the P
-    /// their batch runs on (`Policy::send_home`).
+    /// their batch runs on (`Policy::begin_poll`'s `Poll::Home`).
     pub(crate) batch_hub_homes: Counter,
     pub(crate) root_tasks_received: Counter,
     pub(crate) handbacks: Counter,

@@ -254,7 +254,7 @@ impl RuntimeMetrics {
     /// The placement rules this runtime applies (`Builder::placement`,
     /// `NUMA_RT_PLACEMENT`).
     pub fn placement(&self) -> crate::Placement {
-        self.shared.policy.rules()
+        self.shared.policy.describe().rules()
     }
 
     /// Number of processors (P's).

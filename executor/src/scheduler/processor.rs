@@ -9,10 +9,10 @@
 
 use super::inject::Inject;
 use super::machine::Machine;
-use super::placement::{Hints, Owner, RunningBatch};
+use super::placement::{Hints, PolicyCore, PolicyP, RunningBatch};
 use crate::counters::{NewLine, ProcCounters};
 use crate::queue;
-use crate::task::Runnable;
+use crate::task::{Runnable, TaskMeta};
 use numa_rt_reactor::{Driver, Unparker};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex};
@@ -40,9 +40,11 @@ pub(crate) struct Processor {
     /// re-read), it takes no work. Relaxed, like `in_task`: `saturated`
     /// leaves it out, and a stale value only delays a remote steal.
     pub(crate) retired: AtomicBool,
-    /// The placement policy's hints for thieves and sysmon (see
-    /// `placement::Hints`): written rarely, read by every look.
-    pub(crate) hints: Hints,
+    /// The placement policy's hints for thieves and sysmon: written rarely,
+    /// read by every look, so on this first line. Placement's type, its
+    /// fields private to it; private here too: read only through
+    /// [`Processor::policy`].
+    policy_hints: Hints,
     _owner: NewLine,
     /// True while the P's M is inside a task's poll. A node all of whose P's
     /// are in a task has nobody about to look at its queue, and only then
@@ -62,8 +64,9 @@ pub(crate) struct Processor {
     /// Relaxed: a diagnostic.
     pub(crate) current_site: std::sync::atomic::AtomicU32,
     /// The batch of the task in a poll (placement's `RunningBatch`),
-    /// written by the owner per poll while batches are on.
-    pub(crate) running_batch: RunningBatch,
+    /// written by the owner per poll while batches are on, so on this line
+    /// with `in_task`. Private, like `policy_hints`.
+    policy_running: RunningBatch,
     /// The M that holds (or last held) this P: where sysmon's retake finds
     /// the core of a P stuck in a poll (in that M's seat). Set once per
     /// `run_core`; it may name an M that has just given the P away, which
@@ -132,8 +135,13 @@ pub(crate) struct Core {
     /// then only hands its work to the node and runs its M's pinned tasks.
     pub(crate) retired: bool,
     /// The placement policy's owner-only state (the batch queue, the
-    /// poll's wake edges).
-    pub(crate) policy_state: Owner,
+    /// poll's wake edges): placement's type, handed to the policy with the
+    /// ring ([`Core::policy_and_ring`]), never read here.
+    policy_core: PolicyCore,
+    /// The `TaskMeta` address of the task in a poll on this core (0: none
+    /// yet), for the schedule function to name the waker of a wake edge
+    /// ([`Core::polling`]). An address so that `Core` stays `Send`.
+    polling: usize,
 }
 
 impl Core {
@@ -141,14 +149,59 @@ impl Core {
     /// policy's batch queue.
     #[inline]
     pub(crate) fn has_local_work(&self) -> bool {
-        !self.queue.is_empty() || self.policy_state.has_work()
+        !self.queue.is_empty() || self.policy_core.has_work()
     }
 
     /// Every queued task of this P (ring, `runnext`, batch queue).
     pub(crate) fn drain_local(&mut self, p: &Processor) -> Vec<Runnable> {
         let mut out = self.queue.drain();
-        out.extend(self.policy_state.drain(&p.hints));
+        out.extend(self.policy_core.drain(p.policy()));
         out
+    }
+
+    /// The policy's owner-only state, with the ring (a policy answer may
+    /// hand tasks to the ring, or swap one into `runnext`).
+    #[inline]
+    pub(crate) fn policy_and_ring(&mut self) -> (&mut PolicyCore, &mut queue::Local<Runnable>) {
+        (&mut self.policy_core, &mut self.queue)
+    }
+
+    /// The policy's owner-only state.
+    #[inline]
+    pub(crate) fn policy(&self) -> &PolicyCore {
+        &self.policy_core
+    }
+
+    /// The policy's owner-only state, to hand to a verb.
+    #[inline]
+    pub(crate) fn policy_mut(&mut self) -> &mut PolicyCore {
+        &mut self.policy_core
+    }
+
+    /// Notes `meta` as the task whose poll on this core begins now.
+    #[inline]
+    pub(crate) fn set_polling(&mut self, meta: &TaskMeta) {
+        self.polling = std::ptr::from_ref(meta) as usize;
+    }
+
+    /// The task in the poll on this core (a reference for as long as the
+    /// caller stays inside that poll: not tied to `self`, so the core's
+    /// policy state and ring can be handed out beside it).
+    ///
+    /// # Safety
+    ///
+    /// Only during that poll, from its own M: the schedule function
+    /// reaching this core through its seat outside the driver (the seat
+    /// holds the core only in a poll or in the driver, and a core handed
+    /// to another M is reached through that M's seat, in that M's poll).
+    /// `Worker::run_task` sets the address before each poll, and async-task
+    /// keeps the task's allocation alive for the whole poll.
+    #[inline]
+    pub(crate) unsafe fn polling<'t>(&self) -> Option<&'t TaskMeta> {
+        // SAFETY: the caller's contract: the address names the task whose
+        // poll is in progress, alive until the poll returns; only shared
+        // access, to atomics and immutable fields.
+        (self.polling != 0).then(|| unsafe { &*(self.polling as *const TaskMeta) })
     }
 }
 
@@ -170,10 +223,10 @@ impl Processor {
             in_task: AtomicBool::new(false),
             retired: AtomicBool::new(false),
             metrics: ProcCounters::new(histogram),
-            hints: Hints::default(),
+            policy_hints: Hints::default(),
             current_task: AtomicU64::new(0),
             current_site: std::sync::atomic::AtomicU32::new(crate::task::NO_SITE),
-            running_batch: RunningBatch::default(),
+            policy_running: RunningBatch::default(),
             holder: Mutex::new(None),
             core_slot: Mutex::new(None),
             askers: Mutex::new(Vec::new()),
@@ -198,9 +251,17 @@ impl Processor {
             busy_polls: 0,
             clock_ms: 0,
             retired: false,
-            policy_state: Owner::new(),
+            policy_core: PolicyCore::new(),
+            polling: 0,
         });
         (p, core)
+    }
+
+    /// The placement policy's state of this P (the policy's view over its
+    /// two fields, one per cache line, and the P's counters).
+    #[inline]
+    pub(crate) fn policy(&self) -> PolicyP<'_> {
+        PolicyP::new(&self.policy_hints, &self.policy_running, &self.metrics)
     }
 
     /// Records `m` as wanting this P back.

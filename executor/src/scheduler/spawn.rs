@@ -1,6 +1,6 @@
 //! Spawn placement: where a new task goes.
 
-use super::placement::{Route, Spawned};
+use super::placement::{NewTask, Route, Spawned};
 use super::wake::schedule_task;
 use super::{context, Shared};
 use crate::task::{self, JoinHandle, Runnable};
@@ -104,7 +104,7 @@ impl Shared {
     /// P round-robin for a root task (spawned right after an accept —
     /// Vyukov's root distribution); beside its anchor (`spawn_near`);
     /// otherwise like a wake-up (runnext). The policy decides for roots
-    /// and near tasks (`Policy::route_new`); this carries it out.
+    /// and near tasks (`Policy::route`, a `NewTask`); this carries it out.
     ///
     /// A root task stays one on a thread that holds no P: `block_on`
     /// accepting, or an M whose P sysmon is retaking or has retaken in the
@@ -124,13 +124,13 @@ impl Shared {
             }
             Place::Default => return self.enqueue(task, false, false),
         };
-        let route = self.policy.route_new(
-            task.metadata(),
+        let route = self.policy.route(NewTask {
+            meta: task.metadata(),
             how,
-            self.active_procs(),
-            || context::current_p_of(self),
-            || self.rr.fetch_add(1, Relaxed),
-        );
+            active: self.active_procs(),
+            here: || context::current_p_of(self),
+            next_root: &self.rr,
+        });
         match route {
             Route::Wake => self.enqueue(task, false, false),
             Route::Root(p) => {

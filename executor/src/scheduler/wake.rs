@@ -1,7 +1,7 @@
 //! The wake protocol: where a woken task goes, who is woken for it, and
 //! whether a parking M has work left (`any_work`).
 
-use super::placement::{self, Look};
+use super::placement::{self, Look, WakeTo};
 use super::processor::{Core, Processor};
 use super::steal::{Seen, StealFrom};
 use super::{context, Shared};
@@ -15,7 +15,7 @@ impl Shared {
     ///
     /// - On a worker of this runtime holding a P: to `runnext` (displacing the
     ///   previous occupant to the tail, or to the batch queue when it is in
-    ///   the waker's batch: the policy's `displaced`), so a woken consumer runs right
+    ///   the waker's kept batch: the policy's `route`), so a woken consumer runs right
     ///   after its producer with warm caches; to the tail when the task woke itself
     ///   (yield) or was woken by the P's poller (FIFO keeps Vyukov's
     ///   write-before-read-before-accept order).
@@ -63,36 +63,37 @@ impl Shared {
                 Some(core.node)
             } else {
                 let p = &self.procs[core.index];
-                let bits = if edge {
-                    let site = |meta: &crate::task::TaskMeta| {
-                        meta.location()
-                            .map_or(0, |l| std::ptr::from_ref(l) as usize)
-                    };
-                    let busy = || self.busy_time();
-                    let (owner, clock) = (&mut core.policy_state, core.clock_ms);
-                    self.policy
-                        .on_wake(owner, task.metadata(), clock, &p.metrics, site, busy)
+                let node = core.node;
+                // A wake edge: the waker is the task in this core's poll.
+                let waker = if edge {
+                    // SAFETY: the schedule function, on this core's M,
+                    // outside the driver (the branch above): inside the
+                    // poll `polling` names (`Core::polling`).
+                    unsafe { core.polling() }
                 } else {
-                    0
+                    None
                 };
-                match core.queue.swap_runnext(task) {
-                    Some(old) => {
-                        let (owner, clock) = (&mut core.policy_state, core.clock_ms);
-                        match self
-                            .policy
-                            .displaced(owner, &p.hints, old, bits, clock, &p.metrics)
-                        {
-                            Some(old) => {
-                                core.queue.push_back(old, &self.nodes[core.node].inject);
-                                Some(core.node)
-                            }
-                            None => None,
-                        }
-                    }
+                let clock_ms = core.clock_ms;
+                let (st, queue) = core.policy_and_ring();
+                let woken = placement::Woken {
+                    task,
+                    st,
+                    p: p.policy(),
+                    waker,
+                    clock_ms,
+                    busy: || self.busy_time(),
+                    runnext: |t| queue.swap_runnext(t),
+                };
+                match self.policy.route(woken) {
                     // A new task is new work (Go's `newproc` wakes a P): a
                     // spawner that keeps running must not hold its child
                     // back from an idle P.
-                    None => (!edge).then_some(core.node),
+                    WakeTo::Runnext => (!edge).then_some(node),
+                    WakeTo::Ring(old) => {
+                        core.queue.push_back(old, &self.nodes[node].inject);
+                        Some(node)
+                    }
+                    WakeTo::Kept => None,
                 }
             }
         }) {
@@ -245,25 +246,21 @@ impl Shared {
             ring: v.steal.len(),
             runnext: v.steal.has_runnext(),
             held: v.running.load(Relaxed),
-            hints: &v.hints,
-            running: &v.running_batch,
-            counters: &v.metrics,
+            p: v.policy(),
         };
         self.policy.look(victim, ask)
     }
 
     /// Whether P `p`'s core (`core`) holds work a thief woken now could take
-    /// (beyond the policy's reserve; `next`: tasks this M runs first).
+    /// (beyond the policy's reserve; `next`: tasks this M runs first): the
+    /// policy's [`Policy::worth_waking`].
+    ///
+    /// [`Policy::worth_waking`]: placement::Policy::worth_waking
     #[inline]
     pub(crate) fn shareable(&self, core: &Core, next: usize) -> bool {
         let p = &self.procs[core.index];
-        self.policy.shareable(
-            &core.policy_state,
-            &p.hints,
-            &p.metrics,
-            core.queue.len(),
-            next,
-        )
+        self.policy
+            .worth_waking(core.policy(), p.policy(), core.queue.len(), next)
     }
 
     /// Whether any queue a parking M could take from holds work.

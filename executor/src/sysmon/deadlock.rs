@@ -23,10 +23,9 @@ pub(super) fn runtime_idle(shared: &Shared) -> bool {
         && shared.in_place.load(Relaxed) == 0
         && shared.blocking.is_idle()
         && shared.nodes.iter().all(|n| n.inject.is_empty())
-        && shared
-            .procs
-            .iter()
-            .all(|p| p.steal.is_empty() && p.inbox.is_empty() && !shared.policy.queued(&p.hints))
+        && shared.procs.iter().all(|p| {
+            p.steal.is_empty() && p.inbox.is_empty() && !shared.policy.describe().queued(p.policy())
+        })
 }
 
 /// Every M parked, a `block_on` parked, and nothing that could ever wake a

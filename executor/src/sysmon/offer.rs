@@ -4,18 +4,26 @@ use crate::scheduler::Shared;
 use crate::tuning::OFFER_POLL;
 use std::time::Instant;
 
-/// Whether P `p`, in a poll, reserves queued tasks from an idle P: tasks in
-/// its ring (a task alone in `runnext` is taken by a thief's last pass
-/// after Go's grace, and ping-pong pairs keep one there nearly always),
-/// a P idle, and the running task not a member of a batch held (or
-/// measured) kept on this P: those polls are long by nature (a consumer
-/// draining 128 values, its producers filling them), the batch was
-/// measured to run best here, and offering its queue made the no-work
-/// fan-in spread, many times slower.
-pub(super) fn wants_offer(shared: &Shared, p: &crate::scheduler::processor::Processor) -> bool {
-    !p.steal.ring_is_empty()
-        && shared.idle.npidle() != 0
-        && shared.policy.wants_offer(&p.running_batch)
+/// Whether P `p`, in a poll, may be reserving queued tasks from an idle P:
+/// tasks in its ring (a task alone in `runnext` is taken by a thief's last
+/// pass after Go's grace, and ping-pong pairs keep one there nearly
+/// always) and a P idle. Whether it is, and whether its queue is offered,
+/// the policy answers ([`long_poll`]).
+pub(super) fn may_offer(shared: &Shared, p: &crate::scheduler::processor::Processor) -> bool {
+    !p.steal.ring_is_empty() && shared.idle.npidle() != 0
+}
+
+/// The policy's answer for P `i` in poll number `polls`, whose polls sysmon
+/// measured as `long` ([`long_polls`]): `Some(true)`: offer its queue now
+/// ([`offer_queue`]); `None`: too soon to say. Not while the running task
+/// is a member of a batch held (or measured) kept on the P: those polls
+/// are long by nature (a consumer draining 128 values, its producers
+/// filling them), the batch was measured to run best there, and offering
+/// its queue made the no-work fan-in spread, many times slower.
+pub(super) fn long_poll(shared: &Shared, i: usize, polls: u64, long: Option<bool>) -> Option<bool> {
+    shared
+        .policy
+        .long_poll(shared.procs[i].policy(), polls, long)
 }
 
 /// Whether a P's polls between two rounds (`(polls, busy ns, when)` each)
@@ -36,17 +44,14 @@ pub(super) fn long_polls(last: (u64, u64, Instant), now: (u64, u64, Instant)) ->
 /// A P runs polls longer than [`OFFER_POLL`] on average while tasks wait in its
 /// ring and a P is idle: its thieves looked while its mean poll time
 /// (folded every `event_interval` polls) was short, left the queue to
-/// it and went to sleep. Marks the poll in progress (number `polls`) for
-/// thieves (`Policy::mark_long`; once per poll) and wakes an idle P, which now
+/// it and went to sleep. The policy has marked the poll in progress for
+/// thieves ([`long_poll`]; once per poll); this wakes an idle P, which now
 /// takes half the ring. Go and tokio steal any queue and need no such
 /// step; it is what reserving a short queue for its owner costs to do
 /// safely. No clock is read per poll: a TSC stamp at each poll's start and
 /// end slowed the shortest polls (ping_pong) measurably.
-pub(super) fn offer_queue(shared: &Shared, i: usize, polls: u64) {
+pub(super) fn offer_queue(shared: &Shared, i: usize) {
     let p = &shared.procs[i];
-    if !shared.policy.mark_long(&p.hints, polls) {
-        return; // offered already, in this poll
-    }
     p.metrics.long_poll_offers.incr_shared();
     if shared.steal_look(p, false).stealable() {
         shared.wake_idle_p(p.node);

@@ -1,6 +1,6 @@
 //! Stall judging and retake: the P's stuck inside one poll, reported and handed on.
 
-use super::offer::{long_polls, offer_queue, wants_offer};
+use super::offer::{long_poll, long_polls, may_offer, offer_queue};
 use super::trace::dump;
 use super::State;
 use crate::scheduler::{lifecycle, Shared};
@@ -239,9 +239,10 @@ pub(super) fn check_stalls(
         let polls = p.metrics.polls.get();
         let busy = p.metrics.busy_now(now_ns);
         let last = st.rates[i].replace((polls, busy, now));
-        if in_task && wants_offer(shared, p) {
-            match last.and_then(|l| long_polls(l, (polls, busy, now))) {
-                Some(true) => offer_queue(shared, i, polls),
+        if in_task && may_offer(shared, p) {
+            let long = last.and_then(|l| long_polls(l, (polls, busy, now)));
+            match long_poll(shared, i, polls, long) {
+                Some(true) => offer_queue(shared, i),
                 Some(_) => {}
                 // Too soon to say, and still in the poll the last round
                 // saw: look again soon. (Not for every P that keeps a

@@ -75,7 +75,7 @@ pub(crate) fn schedtrace(shared: &Arc<Shared>, detail: bool) -> String {
     if detail {
         // The policy's view, at one clock reading for the whole trace.
         let now_ms = crate::task::epoch_ms(std::time::Instant::now());
-        let policy = shared.policy.describe(now_ms);
+        let policy = shared.policy.describe();
         for (i, p) in shared.procs.iter().enumerate() {
             let pm = m.proc(i);
             let status = if p.in_task.load(Relaxed) {
@@ -107,7 +107,7 @@ pub(crate) fn schedtrace(shared: &Arc<Shared>, detail: bool) -> String {
                 pm.migrated_polls,
                 pm.batch_wakes,
                 pm.batch_joins,
-                policy.bq_len(&p.hints),
+                policy.bq_len(p.policy()),
                 pm.batch_queued,
                 pm.batch_polls,
                 pm.batch_splits,
@@ -126,7 +126,7 @@ pub(crate) fn schedtrace(shared: &Arc<Shared>, detail: bool) -> String {
                 .iter()
                 .take(8)
                 .map(|&(b, n)| {
-                    let hub = policy.batch_label(b);
+                    let hub = policy.batch_label(b, now_ms);
                     format!("{b}:{n}{hub}")
                 })
                 .collect();
@@ -158,7 +158,7 @@ pub(crate) fn schedtrace(shared: &Arc<Shared>, detail: bool) -> String {
 /// The live tasks of the runtime, `Send` and pinned (`Handle::dump`).
 pub(crate) fn dump(shared: &Shared) -> TaskDump {
     let now = crate::task::epoch_ms(Instant::now());
-    let policy = shared.policy.describe(now);
+    let policy = shared.policy.describe();
     // The task each P is polling now.
     let running: Vec<(u64, usize)> = shared
         .procs
@@ -176,7 +176,7 @@ pub(crate) fn dump(shared: &Shared) -> TaskDump {
         // that had been in one (a test saw it under load). Both read the
         // same atomic, so if the later load finds it unfinished, the
         // earlier one read its flags before they were cleared.
-        let batch = policy.task_batch(meta).map(|b| b.get());
+        let batch = policy.task_batch(meta, now).map(|b| b.get());
         if meta.is_finished() {
             return;
         }

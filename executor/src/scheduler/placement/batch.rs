@@ -7,8 +7,8 @@
 //! **Learning.** A wake edge is a task woken from inside another task's poll
 //! on a worker (a channel send, a `Notify`, a completed task waking its
 //! awaiter: any waker, any channel crate). `Shared::schedule` reports each
-//! one here with the P's core, which knows the task in the poll
-//! (`Owner::running_meta`). The wakee joins the waker's batch; a waker in no
+//! one here ([`Woken`](super::Woken)) with the task in the poll, which the
+//! mechanism knows (`Core::polling`). The wakee joins the waker's batch; a waker in no
 //! batch joins the wakee's; two tasks in none found one, named after the
 //! waker's id. A task's batch id sits in 14 spare bits of its `TaskMeta`
 //! flags, so a task stays one fastbin-sized allocation.
@@ -20,20 +20,21 @@
 //! spawned from another starts in no batch (an accept loop would otherwise
 //! gather every connection into one), unless `spawn_near` puts it in one.
 
-use super::Owner;
+use super::PolicyCore;
 use crate::counters::ProcCounters;
 use crate::task::{batch_id_for, BatchId, TaskMeta, BATCH_BITS, BATCH_MASK, BATCH_SHIFT};
 use crate::tuning::{BATCH_IDLE_MS, HUB_WAKES};
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 /// Counts a wake of `wakee` by the poll in progress on `core` unless it is
-/// one of the last two tasks this poll woke (`Owner::poll_wakes`,
-/// `Owner::last_wakees`). True when this wake makes the poll a hub's
+/// one of the last two tasks this poll woke (`PolicyCore::poll_wakes`,
+/// `PolicyCore::last_wakees`). True when this wake makes the poll a hub's
 /// ([`HUB_WAKES`] different wakees). A few compares and plain stores, no
 /// atomic: every wake inside a poll comes through here, so the hub rule
 /// must stay a small share of a wake.
 #[inline]
-pub(crate) fn note_wake(core: &mut Owner, wakee: &TaskMeta) -> bool {
+pub(crate) fn note_wake(core: &mut PolicyCore, wakee: &TaskMeta) -> bool {
+    // Compared only, never dereferenced.
     let a = std::ptr::from_ref(wakee) as usize;
     if a == core.last_wakees[0] || a == core.last_wakees[1] {
         return false;
@@ -45,7 +46,7 @@ pub(crate) fn note_wake(core: &mut Owner, wakee: &TaskMeta) -> bool {
 
 /// Whether the poll in progress on `core` is a hub's (see [`note_wake`]).
 #[inline]
-pub(crate) fn in_hub_poll(core: &Owner) -> bool {
+pub(crate) fn in_hub_poll(core: &PolicyCore) -> bool {
     core.poll_wakes >= HUB_WAKES
 }
 
@@ -111,24 +112,11 @@ pub(crate) fn live_batch(t: &TaskMeta, now_ms: u32) -> Option<BatchId> {
     }
 }
 
-/// Learns from a wake edge: the task in a poll on `core` woke `wakee`.
+/// Learns from a wake edge: `waker`, in a poll on this P, woke `wakee`.
 /// Returns the bits of the batch both are in now (`TaskMeta::batch_bits`;
-/// 0: none).
-///
-/// Must be called only from inside a task's poll on the M whose P owns
-/// `core` (the schedule function through `context::with_core`, not from
-/// the driver); `now_ms`: that P's busy clock.
+/// 0: none). `now_ms`: the P's busy clock.
 #[inline]
-pub(crate) fn learn_edge(core: &Owner, wakee: &TaskMeta, now_ms: u32, m: &ProcCounters) -> u32 {
-    if core.running_meta == 0 {
-        return 0;
-    }
-    // SAFETY: `running_meta` is set by `Policy::begin_poll` before every poll
-    // on this P, and we run inside a poll on this P (the caller's
-    // contract): it names the task being polled, whose allocation
-    // async-task keeps alive for the whole poll. Only shared access, to
-    // atomics.
-    let waker = unsafe { &*(core.running_meta as *const TaskMeta) };
+pub(crate) fn learn_edge(waker: &TaskMeta, wakee: &TaskMeta, now_ms: u32, m: &ProcCounters) -> u32 {
     // The common case, tasks that keep talking: already one batch. Two
     // loads and a compare (a member polled within the decay window is live
     // by definition, and one that was not is re-joined just the same).

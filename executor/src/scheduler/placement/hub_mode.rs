@@ -97,8 +97,8 @@ pub(crate) enum Decision {
 struct ModeSlot {
     /// The batch this slot follows (`TaskMeta::batch_bits`; 0: none).
     bits: AtomicU32,
-    /// The hub task (its `TaskMeta`'s address).
-    hub: AtomicUsize,
+    /// The hub task (its id, `TaskId::as_u64`; 0: none, no task's id).
+    hub: AtomicU64,
     /// One of the phases above.
     phase: AtomicU32,
     /// The hub's spawn site (its `Location`'s address; 0: unknown), where
@@ -176,7 +176,7 @@ impl HubModes {
     pub(crate) fn claim<N: Fn() -> u32, F: Fn() -> u64>(
         &self,
         bits: u32,
-        hub: usize,
+        hub: u64,
         site: impl FnOnce() -> usize,
         at: &At<N, F>,
     ) {
@@ -231,22 +231,22 @@ impl HubModes {
         })
     }
 
-    /// Whether the task at `task` (in batch `bits`) may be a followed hub:
+    /// Whether the task with id `task` (in batch `bits`) may be a followed hub:
     /// the cheap look before [`HubModes::note_wakes`] (one load), inline
     /// after every poll that woke anyone.
     #[inline]
-    pub(crate) fn may_follow(&self, bits: u32, task: usize) -> bool {
+    pub(crate) fn may_follow(&self, bits: u32, task: u64) -> bool {
         self.slot(bits).hub.load(Relaxed) == task
     }
 
-    /// A poll of the task at `task` (in batch `bits`) woke `wakes` tasks
+    /// A poll of the task with id `task` (in batch `bits`) woke `wakes` tasks
     /// and ended `at`. Counts them if it is the followed hub, and moves the
     /// slot's phase on when its time is up.
     #[inline]
     pub(crate) fn note_wakes<N: Fn() -> u32, F: Fn() -> u64>(
         &self,
         bits: u32,
-        task: usize,
+        task: u64,
         wakes: u32,
         at: &At<N, F>,
     ) -> Decision {
@@ -364,7 +364,7 @@ mod tests {
         }
     }
 
-    const HUB: usize = 0x1000;
+    const HUB: u64 = 0x1000;
 
     #[test]
     fn cheap_work_per_wake_keeps_and_holds_longer_each_time() {

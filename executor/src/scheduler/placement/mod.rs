@@ -6,26 +6,45 @@
 //! it works with every rule here switched off ([`Placement::go`]). It asks
 //! this module at these points, and nowhere else:
 //!
-//! | hook | asked by | question |
-//! |---|---|---|
-//! | [`Policy::on_wake`] | the schedule function, a wake inside a poll | which batch do waker and wakee share now? |
-//! | [`Policy::displaced`] | the same, when the wakee pushed a task out of `runnext` | ring (Go) or batch queue? |
-//! | [`Policy::begin_poll`], [`Policy::end_poll`] | `run_task`, around each poll | the poll's batch; a hub's progress |
-//! | [`Policy::send_home`] | `run_task`, a task that last ran on another P | poll it here, or send it back? |
-//! | [`Policy::owner_next`] | `find_runnable`, after `runnext` | a batch-queue task, or a split |
-//! | [`Policy::ring_ran`], [`Policy::ring_dry`] | `find_runnable`, after a ring pop or an empty ring | (told) the batch queue's turn starts over; shared-out work is gone |
-//! | [`Policy::on_tick`] | `find_runnable`, every `event_interval` ticks | split a batch queue for an idle P? |
-//! | [`Policy::look`], [`Policy::shareable`] | a thief, the park re-check, the wake rules | how much of a victim's ring stays with it ([`Policy::reserve`])? |
-//! | [`Policy::route_new`] | a spawn right after an accept, `spawn_near` | round-robin, the anchor's P, or `runnext`? |
-//! | [`Policy::wants_offer`], [`Policy::mark_long`] | sysmon, a P in long polls | lift its reserve? |
-//! | [`Policy::describe`] | sysmon's schedtrace and task dump | a P's batch queue, a task's batch, is it a hub's? |
-//! | [`Policy::queued`] | sysmon's idleness test (paused time) | does a P's batch queue hold tasks? |
-//! | [`Policy::rules`] | `RuntimeMetrics` | which rules are on? |
+//! | # | verb | asked by | question |
+//! |---|---|---|---|
+//! | 1 | [`Policy::route`] | `Shared::place_new` with a [`NewTask`] (a root, a `spawn_near`); the schedule function with a [`Woken`] task (a wake edge's waker, the `runnext` swap) | where does this task go, and the task it displaces from `runnext`: round-robin, the anchor's P, `runnext`; the ring or the batch queue? |
+//! | 2 | [`Policy::look`] | a thief, the park re-check (`any_work`), sysmon's offer (through `Shared::steal_look`) | what may a thief take from this P ([`Look`]; how much stays with it: its reserve)? |
+//! | 3 | [`Policy::owner_next`] | `find_runnable`: after `runnext` ([`Turn::Pick`]), every `event_interval` ticks ([`Turn::Tick`]), after a ring pop or an empty ring ([`Turn::RingRan`], [`Turn::RingDry`], told) | what does the owner run next: a batch-queue task, a split for thieves, or the ring ([`Next`])? |
+//! | 4 | [`Policy::worth_waking`] | the last spinner to find work, `poll_driver` (through `Shared::shareable`) | is this P's queued work worth waking a thread for? |
+//! | 5 | [`Policy::begin_poll`] | `run_task`, before each poll | a poll begins: here, or does the task go back to its batch's P ([`Poll`])? |
+//! | 6 | [`Policy::end_poll`] | `run_task`, after each poll | (told) a poll ended: a followed hub's progress |
+//! | 7 | [`Policy::long_poll`] | sysmon, a P in long polls with tasks in its ring and a P idle | offer its queue now (lift its reserve for this poll)? |
+//! | 8 | [`Policy::describe`] | `RuntimeMetrics`, sysmon's idleness test (paused time), the schedtrace and the task dump | its rules; does a P's batch queue hold tasks, how many; a task's live batch; a hub's label ([`Describe`]) |
 //!
-//! The policy sees queue lengths, the P's counters and its own state: per P
-//! the thief-visible [`Hints`] and the poll's [`RunningBatch`], per core the
-//! owner-only [`Owner`] (the batch queue, the poll's wake edges). It never
-//! touches a `Processor` or `Core`.
+//! These eight and the constructor are the policy's whole surface, 8
+//! methods called from outside `placement/` (sysmon asks 7 and 8, and 2
+//! through the mechanism's `steal_look`); this lists them, calls that
+//! span lines included:
+//!
+//! ```text
+//! grep -rhozE '\.policy\s*\.\s*[a-z_]+' executor/src --include=*.rs \
+//!     --exclude-dir=placement | tr -d ' \n' | tr '\0' '\n' | sort -u
+//! ```
+//!
+//! The state types own three small accessors of their own for the
+//! mechanism (`PolicyCore::{has_work, drain}`, `PolicyP::new`) and
+//! [`Look::stealable`].
+//!
+//! The policy's state is its own: per P the thief-visible [`Hints`] (on
+//! the P's first cache line) and the poll's [`RunningBatch`] (on the line
+//! its M writes per poll), private fields of `Processor` that the mechanism
+//! reads only as the view [`PolicyP`] (`Processor::policy`); per core the
+//! owner-only [`PolicyCore`] (the batch queue, the poll's wake edges), a
+//! private field of `Core`. Their fields are this module's alone. The
+//! policy holds no task reference: the mechanism hands it `&TaskMeta` for
+//! one question (the task to poll; a wake's waker, which the schedule
+//! function finds as `Core::polling`), and the task in a poll is named by
+//! its id. No `unsafe` in this module; none crosses the seam. With
+//! [`Placement::go`] every verb answers as Go would (`runnext`, the ring,
+//! steal half, poll here, nothing kept, nothing offered; only
+//! `spawn_near`, the program's own request, still places a task), and the
+//! mechanism's code is the same.
 //!
 //! The rules ([`Rule`]), each switchable on its own (`NUMA_RT_PLACEMENT`,
 //! [`Placement`]) so that each can be measured alone:
@@ -46,7 +65,7 @@
 //!   refills as fast as it runs), whose ring holds batch work it shared
 //!   out, or whose poll sysmon marked long: sysmon offers the queue of a P
 //!   whose polls run long while tasks wait behind them and a P idles
-//!   ([`Policy::wants_offer`]), the rule's safety valve (a task queued
+//!   ([`Policy::long_poll`]), the rule's safety valve (a task queued
 //!   behind a poll that waits for it would otherwise wait for ever).
 //! - [`Rule::Batches`] (occam-π, seed 000): tasks that wake each other form
 //!   a batch (`batch`); a member a wake displaces from `runnext` goes to the
@@ -65,20 +84,22 @@
 
 pub(crate) mod batch;
 pub(crate) mod hub_mode;
+mod route;
 mod rules;
 mod state;
 
 pub use rules::{Placement, Rule, PLACEMENT_ENV};
-pub(crate) use state::{Hints, Look, Next, Owner, Route, RunningBatch, Spawned, Victim};
+pub(crate) use state::{
+    Arrival, Hints, Look, NewTask, Next, PolicyCore, PolicyP, Poll, Route, RunningBatch, Spawned,
+    Turn, Victim, WakeTo, Woken,
+};
 
 use crate::counters::ProcCounters;
-use crate::task::{BatchId, Runnable, TaskMeta};
+use crate::task::{BatchId, TaskMeta};
 use std::sync::atomic::Ordering::Relaxed;
 
-// The policy's tuning constants are in crate::tuning with the others; the
-// batch queue's bound is beside the queue (not a tuning).
+// The policy's tuning constants are in crate::tuning with the others.
 use crate::tuning::{MAX_BATCH_RUN, MIN_TASK_NS, RESERVE_NS};
-use state::BATCH_QUEUE_CAP;
 
 /// The placement policy of one runtime: its rules and the state of the
 /// batch rules (shared by every P).
@@ -95,6 +116,8 @@ pub(crate) struct Policy {
 pub(crate) trait BusyTime: Fn() -> u64 {}
 impl<F: Fn() -> u64> BusyTime for F {}
 
+// ---- the verbs: what the mechanism asks ---------------------------------
+
 impl Policy {
     pub(crate) fn new(rules: Placement) -> Policy {
         Policy {
@@ -104,188 +127,175 @@ impl Policy {
         }
     }
 
-    /// The rules in force.
-    pub(crate) fn rules(&self) -> Placement {
-        self.rules
+    /// (1) Where a task arriving goes: a [`NewTask`] (a root or a
+    /// `spawn_near`) or a [`Woken`] task (and the task it displaces from
+    /// `runnext`).
+    #[inline]
+    pub(crate) fn route<A: Arrival>(&self, task: A) -> A::To {
+        task.route(self)
     }
 
+    /// (2) What a thief may take from `v`. A victim with only a batch queue
+    /// is asked to split it (`ask`: the thief will really steal, not just
+    /// look: the steal; `false`: the park re-check, sysmon's offer).
+    #[inline]
+    pub(crate) fn look(&self, v: Victim<'_>, ask: bool) -> Look {
+        if v.ring == 0 {
+            let hints = v.p.hints;
+            let batch_queue = hints.bq_len.load(Relaxed) != 0;
+            if ask && batch_queue && !hints.split.load(Relaxed) {
+                // Only a store when not set yet: every thief asks, and a
+                // store per look would take the line from its owner.
+                hints.split.store(true, Relaxed);
+            }
+            return if v.runnext && !self.runnext_kept(v.p) {
+                Look::Runnext
+            } else if v.runnext || batch_queue {
+                Look::OwnerOnly
+            } else {
+                Look::Nothing
+            };
+        }
+        // A thief that is awake already (`ask`: it steals now) takes half
+        // of any ring: the reserve decides only whom to wake and when to park.
+        let reserve = if ask { 0 } else { self.reserve(v.held, v.p) };
+        if v.ring > reserve as usize {
+            Look::Stealable { reserve }
+        } else {
+            Look::OwnerOnly
+        }
+    }
+
+    /// (3) What the owner runs next, after `runnext` ([`Turn::Pick`]): a
+    /// batch-queue task (at most [`MAX_BATCH_RUN`] in a row while the ring
+    /// holds tasks), or a split a thief asked for, or the ring's turn; once
+    /// per `event_interval` ticks ([`Turn::Tick`]) a split for an idle P;
+    /// and told when the ring ran a task or ran dry.
+    #[inline]
+    pub(crate) fn owner_next<'a>(
+        &self,
+        st: &'a mut PolicyCore,
+        p: PolicyP<'_>,
+        turn: Turn,
+    ) -> Next<'a> {
+        match turn {
+            Turn::Pick { ring_empty } => self.pick(st, p, ring_empty),
+            Turn::Tick { idle_p } => self.on_tick(st, p, idle_p),
+            Turn::RingRan => {
+                st.bq_run = 0;
+                Next::Ring
+            }
+            Turn::RingDry => {
+                if p.hints.shared_out.load(Relaxed) {
+                    p.hints.shared_out.store(false, Relaxed);
+                }
+                Next::Ring
+            }
+        }
+    }
+
+    /// (4) Whether a wake is worth a thread: this P holds work a thief
+    /// woken now could take — ring tasks beyond its reserve (`queued` in
+    /// its queue, `next` of them at its head that this M runs before
+    /// anything else), or a batch queue. The wake rules ask this, not
+    /// whether any work is queued: a P woken for owner-only work finds
+    /// nothing.
+    #[inline]
+    pub(crate) fn worth_waking(
+        &self,
+        st: &PolicyCore,
+        p: PolicyP<'_>,
+        queued: usize,
+        next: usize,
+    ) -> bool {
+        st.has_work() || queued.saturating_sub(next) > self.reserve(true, p) as usize
+    }
+
+    /// (5) A poll of `meta` (in batch `bits`) is about to begin on this P.
+    /// `home`: the P that last polled it, if another (and active); `home_p`
+    /// gives that P's policy state while it is inside a poll. Answers
+    /// [`Poll::Home`] if the task goes back there ([`Rule::HubHome`]),
+    /// else the poll begins here.
+    #[inline]
+    pub(crate) fn begin_poll<'h>(
+        &self,
+        st: &mut PolicyCore,
+        p: PolicyP<'_>,
+        meta: &TaskMeta,
+        bits: u32,
+        home: Option<usize>,
+        home_p: impl FnOnce(usize) -> Option<PolicyP<'h>>,
+    ) -> Poll {
+        if let Some(home) = home {
+            if self.send_home(meta, bits, || home_p(home).map(|h| h.running.get())) {
+                p.m.batch_hub_homes.incr();
+                return Poll::Home(home);
+            }
+        }
+        if self.on(Rule::Batches) {
+            st.running = meta.id.as_u64();
+            st.poll_wakes = 0;
+            st.last_wakees = [0; 2];
+            p.running.0.store(bits, Relaxed);
+        }
+        Poll::Here
+    }
+
+    /// (6) The poll just ended (its task was in batch `bits`): a followed
+    /// hub's progress, which may end its batch's measuring phase
+    /// (`hub_mode`). One branch for polls that woke nobody or are in no
+    /// batch; the task may be gone: it is named by its id.
+    #[inline]
+    pub(crate) fn end_poll(&self, st: &PolicyCore, p: PolicyP<'_>, bits: u32, busy: impl BusyTime) {
+        if st.poll_wakes != 0 && bits != 0 && self.hub_modes.may_follow(bits, st.running) {
+            self.note_poll_wakes(st, bits, p.m, busy);
+        }
+    }
+
+    /// (7) sysmon's question about a P inside poll number `polls` with tasks
+    /// in its ring while a P idles: `long` is sysmon's measurement (its
+    /// polls ran long on average; `None`: too soon to say). `Some(true)`:
+    /// offer its queue now — the poll is marked long, and the P reserves
+    /// nothing from thieves until it ends (once per poll); `Some(false)`:
+    /// no offer (the rule is off, the running task is a member of a batch
+    /// held kept on it — those polls are long by nature, and the batch was
+    /// measured to run best there —, the polls are short, or this poll was
+    /// offered already); `None`: too soon to say. The reserve's safety
+    /// valve: tasks reserved behind a poll that waits for them would
+    /// otherwise wait for ever while a P idles.
+    pub(crate) fn long_poll(&self, p: PolicyP<'_>, polls: u64, long: Option<bool>) -> Option<bool> {
+        if !self.wants_offer(p.running) {
+            return Some(false);
+        }
+        match long {
+            Some(true) => Some(mark_long(p.hints, polls)),
+            other => other,
+        }
+    }
+
+    /// (8) What the policy says about itself, for `RuntimeMetrics` (its
+    /// rules), sysmon's idleness test, the schedtrace and the task dump.
+    pub(crate) fn describe(&self) -> Describe<'_> {
+        Describe { policy: self }
+    }
+}
+
+// ---- how the verbs are answered (question 1 in `route.rs`) ----------------
+
+impl Policy {
     #[inline]
     fn on(&self, r: Rule) -> bool {
         self.rules.has(r)
     }
 
-    // ---- spawns ---------------------------------------------------------
-
-    /// Where a new task that is a root or placed beside another goes
-    /// (`Shared::place_new` asks; any other spawn goes where a wake would).
-    /// `active`: the P's allowed to take work (retired ones get none);
-    /// `here`: this thread's P, if it holds one; `next_root`: the runtime's
-    /// round-robin cursor, advanced by one.
-    ///
-    /// - [`Spawned::Root`] ([`Rule::Roots`], Vyukov): the next P
-    ///   round-robin, skipping this one, which runs the accept loop;
-    ///   with the rule off, like a wake.
-    /// - [`Spawned::Near`]: the anchor's batch, and the inbox of the P that
-    ///   last polled the anchor, unless that is this P (then like a wake) or
-    ///   retired, or the anchor never ran. `spawn_near` is the program's
-    ///   own request: it holds with every rule off.
-    pub(crate) fn route_new(
-        &self,
-        meta: &TaskMeta,
-        how: Spawned,
-        active: usize,
-        here: impl FnOnce() -> Option<usize>,
-        next_root: impl FnOnce() -> usize,
-    ) -> Route {
-        match how {
-            Spawned::Root if self.on(Rule::Roots) => {
-                let n = active.max(1);
-                let k = next_root() % n;
-                Route::Root(match here() {
-                    Some(here) if k == here => (k + 1) % n,
-                    _ => k,
-                })
-            }
-            Spawned::Root => Route::Wake,
-            Spawned::Near(a) => {
-                meta.set_batch(a.batch);
-                let here = here();
-                match a.last_p.filter(|&p| p < active) {
-                    Some(p) if here != Some(p) => Route::Near(p),
-                    _ => Route::Wake,
-                }
-            }
-        }
-    }
-
-    // ---- wakes ----------------------------------------------------------
-
-    /// A task woke `wakee` from inside its poll on this P ([`Rule::Batches`]:
-    /// learn the edge, count a hub poll). Returns the batch both are in now
-    /// (0: none, or the rule is off). `clock_ms`: the P's busy clock.
-    #[inline]
-    pub(crate) fn on_wake(
-        &self,
-        owner: &mut Owner,
-        wakee: &TaskMeta,
-        clock_ms: u32,
-        m: &ProcCounters,
-        site: impl FnOnce(&TaskMeta) -> usize,
-        busy: impl BusyTime,
-    ) -> u32 {
-        if !self.on(Rule::Batches) {
-            return 0;
-        }
-        let bits = batch::learn_edge(owner, wakee, clock_ms, m);
-        if batch::note_wake(owner, wakee) {
-            self.note_hub_poll(owner, bits, clock_ms, m, site, busy);
-        }
-        bits
-    }
-
-    /// A poll has just woken its [`HUB_WAKES`](crate::tuning::HUB_WAKES)th different task:
-    /// count it and mark its batch a hub's. Cold: once per hub poll.
-    #[cold]
-    #[inline(never)]
-    fn note_hub_poll(
-        &self,
-        owner: &Owner,
-        bits: u32,
-        clock_ms: u32,
-        m: &ProcCounters,
-        site: impl FnOnce(&TaskMeta) -> usize,
-        busy: impl BusyTime,
-    ) {
-        m.batch_hub_polls.incr();
-        if bits != 0 {
-            self.hubs.mark(bits, clock_ms);
-            let site = || {
-                // SAFETY: we run inside the poll of the task `running_meta`
-                // names (`on_wake` is called by the schedule function during
-                // it), whose allocation async-task keeps alive for the poll.
-                site(unsafe { &*(owner.running_meta as *const TaskMeta) })
-            };
-            self.hub_modes
-                .claim(bits, owner.running_meta, site, &at(busy));
-        }
-    }
-
-    /// Where the task a wake displaced from `runnext` goes: `None` if the
-    /// policy keeps it (the batch queue), else `Some` for the ring's tail.
-    /// A member of the waker's batch (`bits`) is one of two members
-    /// runnable at once: occam-π's cue to split. It waits in the batch
-    /// queue only when its batch is a hub's held kept; otherwise it goes
-    /// to the ring shared out, so a thief may take it however soon this P
-    /// would reach it. Out of line: most wakes displace nothing.
-    #[inline(never)]
-    pub(crate) fn displaced(
-        &self,
-        owner: &mut Owner,
-        hints: &Hints,
-        old: Runnable,
-        bits: u32,
-        clock_ms: u32,
-        m: &ProcCounters,
-    ) -> Option<Runnable> {
-        if bits == 0
-            || old.metadata().batch_bits() != bits
-            || batch::live_batch(old.metadata(), clock_ms).is_none()
-        {
-            return Some(old);
-        }
-        let keep = self.hub_modes.keeps(bits)
-            && (batch::in_hub_poll(owner) || self.hubs.is_hub(bits, clock_ms));
-        if !keep {
-            share_out(hints);
-            return Some(old);
-        }
-        if owner.bq.len() >= BATCH_QUEUE_CAP {
-            return Some(old);
-        }
-        m.batch_queued.incr();
-        owner.bq.push_back(old);
-        hints.bq_len.store(owner.bq.len() as u32, Relaxed);
-        None
-    }
-
     // ---- around a poll --------------------------------------------------
 
-    /// A poll of `meta` (in batch `bits`) begins on this P.
-    #[inline]
-    pub(crate) fn begin_poll(
-        &self,
-        owner: &mut Owner,
-        running: &RunningBatch,
-        meta: &TaskMeta,
-        bits: u32,
-    ) {
-        if !self.on(Rule::Batches) {
-            return;
-        }
-        owner.running_meta = std::ptr::from_ref(meta) as usize;
-        owner.poll_wakes = 0;
-        owner.last_wakees = [0; 2];
-        running.0.store(bits, Relaxed);
-    }
-
-    /// The poll just ended (its task was in batch `bits`): a followed
-    /// hub's progress, which may end its batch's measuring phase
-    /// (`hub_mode`). One branch for polls that woke nobody or are in no
-    /// batch; the task may be gone, `running_meta` is only compared.
-    #[inline]
-    pub(crate) fn end_poll(&self, owner: &Owner, bits: u32, m: &ProcCounters, busy: impl BusyTime) {
-        if owner.poll_wakes != 0 && bits != 0 && self.hub_modes.may_follow(bits, owner.running_meta)
-        {
-            self.note_poll_wakes(owner, bits, m, busy);
-        }
-    }
-
     #[cold]
     #[inline(never)]
-    fn note_poll_wakes(&self, owner: &Owner, bits: u32, m: &ProcCounters, busy: impl BusyTime) {
-        let decided =
-            self.hub_modes
-                .note_wakes(bits, owner.running_meta, owner.poll_wakes, &at(busy));
+    fn note_poll_wakes(&self, st: &PolicyCore, bits: u32, m: &ProcCounters, busy: impl BusyTime) {
+        let decided = self
+            .hub_modes
+            .note_wakes(bits, st.running, st.poll_wakes, &at(busy));
         match decided {
             hub_mode::Decision::None => return,
             hub_mode::Decision::Keep => m.batch_keeps.incr(),
@@ -296,19 +306,19 @@ impl Policy {
         }
     }
 
-    /// Whether `hub`, about to be polled here but last polled on P `home`,
-    /// goes back there ([`Rule::HubHome`]): it is the followed hub of batch
-    /// `bits`, the batch is kept, and `home` is polling a member of it now
-    /// (`home_runs`: the batch in `home`'s poll, if it is in one), so it
-    /// will reach its inbox as soon as the members it runs block. A kept
-    /// fan-in's consumer is woken into the `runnext` of whichever producer
-    /// sends first; one a thief took before the batch was known would take
-    /// the consumer to the other P while the rest of the batch runs on
-    /// `home`, both P's contending on one channel. Checked only for a task
-    /// that last ran on another P.
+    /// Whether `hub`, about to be polled here but last polled on another P
+    /// (`home`), goes back there ([`Rule::HubHome`]): it is the followed
+    /// hub of batch `bits`, the batch is kept, and `home` is polling a
+    /// member of it now (`home_runs`: the batch in `home`'s poll, if it is
+    /// in one), so it will reach its inbox as soon as the members it runs
+    /// block. A kept fan-in's consumer is woken into the `runnext` of
+    /// whichever producer sends first; one a thief took before the batch
+    /// was known would take the consumer to the other P while the rest of
+    /// the batch runs on `home`, both P's contending on one channel.
+    /// Checked only for a task that last ran on another P.
     #[cold]
     #[inline(never)]
-    pub(crate) fn send_home(
+    fn send_home(
         &self,
         hub: &TaskMeta,
         bits: u32,
@@ -316,83 +326,48 @@ impl Policy {
     ) -> bool {
         self.on(Rule::HubHome)
             && bits != 0
-            && self
-                .hub_modes
-                .may_follow(bits, std::ptr::from_ref(hub) as usize)
+            && self.hub_modes.may_follow(bits, hub.id.as_u64())
             && self.hub_modes.keeps(bits)
             && home_runs() == Some(bits)
     }
 
     // ---- what the owner runs --------------------------------------------
 
-    /// After `runnext`: a batch-queue task (at most [`MAX_BATCH_RUN`] in a
-    /// row while the ring holds tasks), or a split a thief asked for, or
-    /// the ring's turn. `to_ring` receives a split's tasks in order.
+    /// [`Turn::Pick`]: a batch-queue task, a split, or the ring's turn.
     #[inline]
-    pub(crate) fn owner_next(
-        &self,
-        owner: &mut Owner,
-        hints: &Hints,
-        ring_empty: bool,
-        m: &ProcCounters,
-        to_ring: impl FnMut(Runnable),
-    ) -> Next {
-        if owner.bq.is_empty() {
+    fn pick<'a>(&self, st: &'a mut PolicyCore, p: PolicyP<'_>, ring_empty: bool) -> Next<'a> {
+        if st.bq.is_empty() {
             return Next::Ring;
         }
-        if hints.split.load(Relaxed) && !self.bq_kept(owner, hints) {
-            return match self.split(owner, hints, m, to_ring) {
-                true => Next::Split,
-                false => Next::Ring,
-            };
+        if p.hints.split.load(Relaxed) && !self.bq_kept(st, p.hints) {
+            return self.split(st, p);
         }
-        if owner.bq_run < MAX_BATCH_RUN || ring_empty {
-            if let Some(t) = owner.bq.pop_front() {
-                hints.bq_len.store(owner.bq.len() as u32, Relaxed);
-                owner.bq_run += 1;
-                m.batch_polls.incr();
+        if st.bq_run < MAX_BATCH_RUN || ring_empty {
+            if let Some(t) = st.bq.pop_front() {
+                p.hints.bq_len.store(st.bq.len() as u32, Relaxed);
+                st.bq_run += 1;
+                p.m.batch_polls.incr();
                 return Next::Run(t);
             }
         }
         Next::Ring
     }
 
-    /// The ring's turn came: the batch queue's run count starts over.
+    /// [`Turn::Tick`]: occam-π's split of a batch queue whose members are
+    /// runnable at once while a P of the node idles (`idle_p`).
     #[inline]
-    pub(crate) fn ring_ran(&self, owner: &mut Owner) {
-        owner.bq_run = 0;
-    }
-
-    /// The ring ran dry: what the owner shared out is gone.
-    #[inline]
-    pub(crate) fn ring_dry(&self, hints: &Hints) {
-        if hints.shared_out.load(Relaxed) {
-            hints.shared_out.store(false, Relaxed);
+    fn on_tick<'a>(&self, st: &'a mut PolicyCore, p: PolicyP<'_>, idle_p: bool) -> Next<'a> {
+        if st.bq.is_empty() || !idle_p || self.bq_kept(st, p.hints) {
+            return Next::Ring;
         }
-    }
-
-    /// Once per `event_interval` ticks: occam-π's split of a batch queue
-    /// whose members are runnable at once while a P of the node idles
-    /// (`idle_p`). True if it split (then wake that P).
-    pub(crate) fn on_tick(
-        &self,
-        owner: &mut Owner,
-        hints: &Hints,
-        idle_p: bool,
-        m: &ProcCounters,
-        to_ring: impl FnMut(Runnable),
-    ) -> bool {
-        !owner.bq.is_empty()
-            && idle_p
-            && !self.bq_kept(owner, hints)
-            && self.split(owner, hints, m, to_ring)
+        self.split(st, p)
     }
 
     /// Whether the batch in the batch queue is kept (its hub's batch
     /// measuring or held kept): then no split. Clears a thief's request it
     /// refuses.
-    fn bq_kept(&self, owner: &Owner, hints: &Hints) -> bool {
-        let Some(t) = owner.bq.front() else {
+    fn bq_kept(&self, st: &PolicyCore, hints: &Hints) -> bool {
+        let Some(t) = st.bq.front() else {
             return false;
         };
         let kept = self.hub_modes.keeps(t.metadata().batch_bits());
@@ -402,25 +377,17 @@ impl Policy {
         kept
     }
 
-    /// The batch queue goes to the ring for thieves. True if anything moved.
-    fn split(
-        &self,
-        owner: &mut Owner,
-        hints: &Hints,
-        m: &ProcCounters,
-        mut to_ring: impl FnMut(Runnable),
-    ) -> bool {
-        hints.split.store(false, Relaxed);
-        if owner.bq.is_empty() {
-            return false;
+    /// The batch queue goes to the ring for thieves: [`Next::Split`] with
+    /// its tasks, or [`Next::Ring`] if it was empty.
+    fn split<'a>(&self, st: &'a mut PolicyCore, p: PolicyP<'_>) -> Next<'a> {
+        p.hints.split.store(false, Relaxed);
+        if st.bq.is_empty() {
+            return Next::Ring;
         }
-        for t in owner.bq.drain(..) {
-            to_ring(t);
-        }
-        hints.bq_len.store(0, Relaxed);
-        m.batch_splits.incr();
-        share_out(hints);
-        true
+        p.hints.bq_len.store(0, Relaxed);
+        p.m.batch_splits.incr();
+        share_out(p.hints);
+        Next::Split(st.bq.drain(..))
     }
 
     // ---- what thieves see -----------------------------------------------
@@ -432,16 +399,16 @@ impl Policy {
     /// sysmon marked its poll long. `held`: an M holds the P and runs it
     /// (a parked P reserves nothing).
     #[inline]
-    fn reserve(&self, held: bool, hints: &Hints, m: &ProcCounters) -> u32 {
+    fn reserve(&self, held: bool, p: PolicyP<'_>) -> u32 {
         if !held
             || !self.on(Rule::Keep)
-            || m.unbroken_busy.load(Relaxed)
-            || hints.shared_out.load(Relaxed)
-            || long_marked(hints, m)
+            || p.m.unbroken_busy.load(Relaxed)
+            || p.hints.shared_out.load(Relaxed)
+            || long_marked(p.hints, p.m)
         {
             return 0;
         }
-        let per = m.poll_time_ewma_ns.get().max(MIN_TASK_NS);
+        let per = p.m.poll_time_ewma_ns.get().max(MIN_TASK_NS);
         (RESERVE_NS / per).min(u64::from(u32::MAX)) as u32
     }
 
@@ -451,132 +418,64 @@ impl Policy {
     /// hub's drain wakes waits there for the rest of the drain, past Go's
     /// 3 µs grace. sysmon's long mark lifts this as it lifts the reserve.
     #[inline]
-    fn runnext_kept(&self, hints: &Hints, running: &RunningBatch, m: &ProcCounters) -> bool {
+    fn runnext_kept(&self, p: PolicyP<'_>) -> bool {
+        let (hints, running) = (p.hints, p.running);
         if hints.bq_len.load(Relaxed) == 0 && running.get() == 0 {
             return false; // the common case, and every case without batches
         }
-        if long_marked(hints, m) {
+        if long_marked(hints, p.m) {
             return false;
         }
         hints.bq_len.load(Relaxed) != 0 || self.hub_modes.keeps(running.get())
     }
 
-    /// What a thief may take from `v`. A victim with only a batch queue is
-    /// asked to split it (`ask`: the thief will really steal, not just
-    /// look).
-    #[inline]
-    pub(crate) fn look(&self, v: Victim<'_>, ask: bool) -> Look {
-        if v.ring == 0 {
-            let batch_queue = v.hints.bq_len.load(Relaxed) != 0;
-            if ask && batch_queue && !v.hints.split.load(Relaxed) {
-                // Only a store when not set yet: every thief asks, and a
-                // store per look would take the line from its owner.
-                v.hints.split.store(true, Relaxed);
-            }
-            return if v.runnext && !self.runnext_kept(v.hints, v.running, v.counters) {
-                Look::Runnext
-            } else if v.runnext || batch_queue {
-                Look::OwnerOnly
-            } else {
-                Look::Nothing
-            };
-        }
-        // A thief that is awake already (`ask`: it steals now) takes half
-        // of any ring: the reserve decides only whom to wake and when to park.
-        let reserve = if ask {
-            0
-        } else {
-            self.reserve(v.held, v.hints, v.counters)
-        };
-        if v.ring > reserve as usize {
-            Look::Stealable { reserve }
-        } else {
-            Look::OwnerOnly
-        }
-    }
-
-    /// Whether a P holds work a thief woken now could take: ring tasks
-    /// beyond its reserve (`next`: tasks at the ring's head this M runs before
-    /// anything else), or a batch queue. The wake rules ask this, not
-    /// whether any work is queued: a P woken for owner-only work finds nothing.
-    #[inline]
-    pub(crate) fn shareable(
-        &self,
-        owner: &Owner,
-        hints: &Hints,
-        m: &ProcCounters,
-        queued: usize,
-        next: usize,
-    ) -> bool {
-        owner.has_work() || queued.saturating_sub(next) > self.reserve(true, hints, m) as usize
-    }
-
-    /// Whether a batch queue holds tasks (idle checks).
-    #[inline]
-    pub(crate) fn queued(&self, hints: &Hints) -> bool {
-        hints.bq_len.load(Relaxed) != 0
-    }
-
     // ---- sysmon's offer -------------------------------------------------
 
-    /// Whether sysmon should offer a P's queue when its polls run long (the
-    /// reserve's safety valve: tasks reserved behind a poll that waits for them
-    /// would otherwise wait for ever while a P idles): not while the running task is a member of a batch
-    /// held kept on it (those polls are long by nature, and the batch was
-    /// measured to run best there).
-    pub(crate) fn wants_offer(&self, running: &RunningBatch) -> bool {
+    /// Whether sysmon should offer a P's queue when its polls run long:
+    /// not while the running task is a member of a batch held kept on it.
+    fn wants_offer(&self, running: &RunningBatch) -> bool {
         self.on(Rule::Keep) && {
             let bits = running.get();
             bits == 0 || !self.hub_modes.keeps(bits)
         }
     }
-
-    /// Marks poll number `polls` of a P long: it reserves nothing from thieves
-    /// until that poll ends. False if that poll was marked already (sysmon
-    /// offers a queue once per poll).
-    pub(crate) fn mark_long(&self, hints: &Hints, polls: u64) -> bool {
-        if hints.long_mark.load(Relaxed) == polls {
-            return false;
-        }
-        hints.long_mark.store(polls, Relaxed);
-        true
-    }
-
-    /// Diagnostics: what the policy says about its state for the schedtrace
-    /// and the task dump, read at `now_ms` (`task::epoch_ms`, for the
-    /// batches' and hubs' decay).
-    pub(crate) fn describe(&self, now_ms: u32) -> Describe<'_> {
-        Describe {
-            policy: self,
-            now_ms,
-        }
-    }
 }
 
-/// The policy's answers for the schedtrace and the task dump
-/// ([`Policy::describe`]).
+/// The policy's answers for `RuntimeMetrics`, sysmon's idleness test, the
+/// schedtrace and the task dump ([`Policy::describe`]). Batches and hubs
+/// decay: the readers that depend on it take the clock (`now_ms`,
+/// `task::epoch_ms`), read once per trace or dump.
 pub(crate) struct Describe<'a> {
     policy: &'a Policy,
-    now_ms: u32,
 }
 
 impl Describe<'_> {
+    /// The rules in force.
+    pub(crate) fn rules(&self) -> Placement {
+        self.policy.rules
+    }
+
+    /// Whether a P's batch queue holds tasks (sysmon's idleness test).
+    pub(crate) fn queued(&self, p: PolicyP<'_>) -> bool {
+        p.hints.bq_len.load(Relaxed) != 0
+    }
+
     /// A P's batch-queue length.
-    pub(crate) fn bq_len(&self, hints: &Hints) -> u32 {
-        hints.bq_len.load(Relaxed)
+    pub(crate) fn bq_len(&self, p: PolicyP<'_>) -> u32 {
+        p.hints.bq_len.load(Relaxed)
     }
 
-    /// The batch task `meta` is a live member of (`None`: in none, or its
-    /// batch decayed).
-    pub(crate) fn task_batch(&self, meta: &TaskMeta) -> Option<BatchId> {
-        batch::live_batch(meta, self.now_ms)
+    /// The batch task `meta` is a live member of at `now_ms` (`None`: in
+    /// none, or its batch decayed).
+    pub(crate) fn task_batch(&self, meta: &TaskMeta, now_ms: u32) -> Option<BatchId> {
+        batch::live_batch(meta, now_ms)
     }
 
-    /// How the schedtrace marks batch `b`: nothing, or a hub's
+    /// How the schedtrace marks batch `b` at `now_ms`: nothing, or a hub's
     /// `(hub,<mode>)`.
-    pub(crate) fn batch_label(&self, b: u16) -> &'static str {
+    pub(crate) fn batch_label(&self, b: u16, now_ms: u32) -> &'static str {
         let policy = self.policy;
-        if !policy.hubs.is_hub_id(b, self.now_ms) {
+        if !policy.hubs.is_hub_id(b, now_ms) {
             return "";
         }
         match policy
@@ -597,6 +496,17 @@ fn share_out(hints: &Hints) {
     if !hints.shared_out.load(Relaxed) {
         hints.shared_out.store(true, Relaxed);
     }
+}
+
+/// Marks poll number `polls` of a P long: it reserves nothing from thieves
+/// until that poll ends. False if that poll was marked already (sysmon
+/// offers a queue once per poll).
+fn mark_long(hints: &Hints, polls: u64) -> bool {
+    if hints.long_mark.load(Relaxed) == polls {
+        return false;
+    }
+    hints.long_mark.store(polls, Relaxed);
+    true
 }
 
 /// Whether sysmon marked the poll in progress long (the poll counter is

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::task::{spawn_untracked, Anchor, Runnable, BATCH_SHIFT};
+use std::sync::atomic::AtomicUsize;
 
 fn task() -> (Runnable, crate::task::JoinHandle<()>) {
     spawn_untracked(async {}, |_| {})
@@ -39,69 +40,90 @@ fn placement_parses_and_names_what_is_wrong() {
 #[test]
 fn a_running_p_reserves_a_short_ring_unless_it_shared_its_batch_out() {
     let policy = Policy::new(Placement::numa());
-    let (hints, m) = (Hints::default(), ProcCounters::new(None));
+    let (hints, running, m) = (
+        Hints::default(),
+        RunningBatch::default(),
+        ProcCounters::new(None),
+    );
+    let p = PolicyP::new(&hints, &running, &m);
+    let mut st = PolicyCore::new();
     // A fresh P runs polls estimated at the floor (250 ns).
     let reserved = (RESERVE_NS / MIN_TASK_NS) as u32;
-    assert_eq!(policy.reserve(true, &hints, &m), reserved);
+    assert_eq!(policy.reserve(true, p), reserved);
     share_out(&hints);
     assert_eq!(
-        policy.reserve(true, &hints, &m),
+        policy.reserve(true, p),
         0,
         "split batch work is for thieves"
     );
-    policy.ring_dry(&hints);
-    assert_eq!(policy.reserve(true, &hints, &m), reserved);
-    assert_eq!(policy.reserve(false, &hints, &m), 0, "nobody runs the P");
+    policy.owner_next(&mut st, p, Turn::RingDry);
+    assert_eq!(policy.reserve(true, p), reserved);
+    assert_eq!(policy.reserve(false, p), 0, "nobody runs the P");
     m.unbroken_busy.store(true, Relaxed);
-    assert_eq!(
-        policy.reserve(true, &hints, &m),
-        0,
-        "a ring that never runs dry"
-    );
+    assert_eq!(policy.reserve(true, p), 0, "a ring that never runs dry");
     m.unbroken_busy.store(false, Relaxed);
     // sysmon's mark lasts for the poll it names.
     m.polls.incr();
-    policy.mark_long(&hints, m.polls.get());
-    assert_eq!(policy.reserve(true, &hints, &m), 0, "the poll runs long");
+    assert_eq!(policy.long_poll(p, m.polls.get(), None), None, "too soon");
+    assert_eq!(policy.long_poll(p, m.polls.get(), Some(true)), Some(true));
+    assert_eq!(
+        policy.long_poll(p, m.polls.get(), Some(true)),
+        Some(false),
+        "offered once per poll"
+    );
+    assert_eq!(policy.reserve(true, p), 0, "the poll runs long");
     m.polls.incr();
     assert_eq!(
-        policy.reserve(true, &hints, &m),
+        policy.reserve(true, p),
         reserved,
         "the mark ends with its poll"
     );
-    // Go placement reserves nothing.
+    // Go placement reserves nothing, and sysmon never offers.
     let go = Policy::new(Placement::go());
-    assert_eq!(go.reserve(true, &Hints::default(), &m), 0);
+    let (h, r) = (Hints::default(), RunningBatch::default());
+    assert_eq!(go.reserve(true, PolicyP::new(&h, &r, &m)), 0);
+    assert_eq!(
+        go.long_poll(PolicyP::new(&h, &r, &m), 9, Some(true)),
+        Some(false)
+    );
 }
 
 /// The wake rules wake a thief only for work beyond the reserve.
 #[test]
 fn a_thief_is_woken_only_for_work_beyond_the_reserve() {
     let policy = Policy::new(Placement::numa());
-    let (hints, m, owner) = (Hints::default(), ProcCounters::new(None), Owner::new());
+    let (hints, running, m, owner) = (
+        Hints::default(),
+        RunningBatch::default(),
+        ProcCounters::new(None),
+        PolicyCore::new(),
+    );
+    let p = PolicyP::new(&hints, &running, &m);
     // Polls of ~10 µs: the M reaches two queued tasks within the reserve.
     m.record_busy(RESERVE_NS / 2, 1);
-    assert_eq!(policy.reserve(true, &hints, &m), 2);
+    assert_eq!(policy.reserve(true, p), 2);
     assert!(
-        !policy.shareable(&owner, &hints, &m, 3, 1),
+        !policy.worth_waking(&owner, p, 3, 1),
         "two left, both reserved"
     );
-    assert!(policy.shareable(&owner, &hints, &m, 3, 0));
+    assert!(policy.worth_waking(&owner, p, 3, 0));
     assert!(
-        policy.shareable(&owner, &hints, &m, 4, 1),
+        policy.worth_waking(&owner, p, 4, 1),
         "a third beyond the reserve"
     );
     share_out(&hints);
     assert!(
-        policy.shareable(&owner, &hints, &m, 2, 1),
+        policy.worth_waking(&owner, p, 2, 1),
         "shared-out work is for thieves"
     );
     let go = Policy::new(Placement::go());
+    let fresh = Hints::default();
+    let p = PolicyP::new(&fresh, &running, &m);
     assert!(
-        go.shareable(&owner, &Hints::default(), &m, 2, 1),
+        go.worth_waking(&owner, p, 2, 1),
         "Go: any task beyond the next"
     );
-    assert!(!go.shareable(&owner, &Hints::default(), &m, 1, 1));
+    assert!(!go.worth_waking(&owner, p, 1, 1));
 }
 
 /// A thief's look: a ring beyond the reserve is stealable, `runnext` alone is
@@ -121,9 +143,7 @@ fn a_kept_batchs_runnext_is_kept_unless_the_poll_runs_long() {
             ring,
             runnext,
             held: true,
-            hints: &hints,
-            running: &running,
-            counters: &m,
+            p: PolicyP::new(&hints, &running, &m),
         };
         policy.look(v, ask)
     };
@@ -148,7 +168,7 @@ fn a_kept_batchs_runnext_is_kept_unless_the_poll_runs_long() {
     assert_eq!(look(0, false, true), Look::OwnerOnly, "a batch queue alone");
     assert!(hints.split.load(Relaxed), "asked to split");
     m.polls.incr();
-    policy.mark_long(&hints, m.polls.get());
+    mark_long(&hints, m.polls.get());
     assert_eq!(look(0, true, false), Look::Runnext, "the poll runs long");
     m.polls.incr();
     assert_eq!(
@@ -183,29 +203,68 @@ fn a_kept_batchs_runnext_is_kept_unless_the_poll_runs_long() {
 fn a_displaced_member_goes_where_its_batch_is_run() {
     use hub_mode::At;
     let m = ProcCounters::new(None);
+    let (hints, running) = (Hints::default(), RunningBatch::default());
+    let p = PolicyP::new(&hints, &running, &m);
     let (t, _h) = task();
     let bits = t.metadata().batch_bits();
     assert_eq!(bits, 0);
     t.metadata()
         .set_batch(crate::task::batch_id_for(t.metadata().id));
     let bits = t.metadata().batch_bits();
+    // `wakee` woken by `waker` into a `runnext` that holds `t`: where `t`
+    // goes.
+    let (waker, _w) = task();
+    let (wakee, _we) = task();
+    let mut st = PolicyCore::new();
+    let wake = |policy: &Policy, st: &mut PolicyCore, t: Runnable, edge: bool| {
+        let (wakee, _) = task();
+        let mut t = Some(t);
+        policy.route(Woken {
+            task: wakee,
+            st,
+            p,
+            waker: edge.then(|| waker.metadata()),
+            clock_ms: 0,
+            busy: || 0,
+            runnext: |_| t.take(),
+        })
+    };
     // Go: to the ring, nothing learnt, nothing shared out.
     let go = Policy::new(Placement::go());
-    let (mut owner, hints) = (Owner::new(), Hints::default());
-    let (waker, _w) = task();
-    owner.running_meta = std::ptr::from_ref(waker.metadata()) as usize;
-    assert_eq!(go.on_wake(&mut owner, t.metadata(), 0, &m, |_| 0, || 0), 0);
+    let t = match wake(&go, &mut st, t, true) {
+        WakeTo::Ring(t) => t,
+        _ => panic!("to the ring"),
+    };
     assert!(waker.metadata().batch().is_none(), "nothing learnt");
-    let t = go
-        .displaced(&mut owner, &hints, t, 0, 0, &m)
-        .expect("to the ring");
     assert!(!hints.shared_out.load(Relaxed));
-    // numa: a member of the waker's batch, the batch not a kept hub's:
-    // the ring, shared out.
+    // numa: the waker joins `t`'s batch by waking a member of it; `t`, a
+    // member displaced, the batch not a kept hub's: the ring, shared out.
     let numa = Policy::new(Placement::numa());
-    let t = numa
-        .displaced(&mut owner, &hints, t, bits, 0, &m)
-        .expect("spread");
+    assert_eq!(
+        numa.begin_poll(&mut st, p, waker.metadata(), 0, None, |_| None),
+        Poll::Here
+    );
+    assert_eq!(
+        batch::learn_edge(waker.metadata(), t.metadata(), 0, &m),
+        bits,
+        "the waker joins the wakee's batch"
+    );
+    let t = {
+        let mut t = Some(t);
+        let to = numa.route(Woken {
+            task: wakee,
+            st: &mut st,
+            p,
+            waker: Some(waker.metadata()),
+            clock_ms: 0,
+            busy: || 0,
+            runnext: |_| t.take(),
+        });
+        match to {
+            WakeTo::Ring(t) => t,
+            _ => panic!("spread"),
+        }
+    };
     assert!(hints.shared_out.load(Relaxed));
     // A kept hub's batch: the batch queue, which the owner runs next.
     numa.hubs.mark(bits, 0);
@@ -214,14 +273,26 @@ fn a_displaced_member_goes_where_its_batch_is_run() {
         busy: || 0,
     };
     numa.hub_modes.claim(bits, 0x1000, || 0, &at);
-    assert!(numa.displaced(&mut owner, &hints, t, bits, 0, &m).is_none());
-    assert_eq!(numa.describe(0).bq_len(&hints), 1);
-    let mut moved = Vec::new();
-    match numa.owner_next(&mut owner, &hints, true, &m, |t| moved.push(t)) {
+    assert!(matches!(wake(&numa, &mut st, t, true), WakeTo::Kept));
+    assert_eq!(numa.describe().bq_len(p), 1);
+    assert!(numa.describe().queued(p));
+    match numa.owner_next(&mut st, p, Turn::Pick { ring_empty: true }) {
         Next::Run(t) => drop(t),
         _ => panic!("the batch queue's task runs next"),
     }
-    assert!(moved.is_empty() && numa.describe(0).bq_len(&hints) == 0);
+    assert_eq!(numa.describe().bq_len(p), 0);
+    // Nothing displaced: `runnext`.
+    let (w, _wh) = task();
+    let to = numa.route(Woken {
+        task: w,
+        st: &mut st,
+        p,
+        waker: None,
+        clock_ms: 0,
+        busy: || 0,
+        runnext: |_| None,
+    });
+    assert!(matches!(to, WakeTo::Runnext));
 }
 
 #[test]
@@ -231,7 +302,13 @@ fn roots_go_round_robin_past_the_acceptor_and_near_tasks_to_their_anchor() {
     let (t, _h) = task();
     let meta = t.metadata();
     let root = |p: &Policy, here: Option<usize>, cursor: usize| {
-        p.route_new(meta, Spawned::Root, 4, || here, || cursor)
+        p.route(NewTask {
+            meta,
+            how: Spawned::Root,
+            active: 4,
+            here: || here,
+            next_root: &AtomicUsize::new(cursor),
+        })
     };
     assert_eq!(
         root(&numa, Some(1), 6),
@@ -244,13 +321,13 @@ fn roots_go_round_robin_past_the_acceptor_and_near_tasks_to_their_anchor() {
 
     let batch = crate::task::batch_id_for(meta.id);
     let near = |p: &Policy, last_p: Option<usize>, here: Option<usize>| {
-        p.route_new(
+        p.route(NewTask {
             meta,
-            Spawned::Near(Anchor { last_p, batch }),
-            4,
-            || here,
-            || 0,
-        )
+            how: Spawned::Near(Anchor { last_p, batch }),
+            active: 4,
+            here: || here,
+            next_root: &AtomicUsize::new(0),
+        })
     };
     assert_eq!(near(&numa, Some(3), Some(0)), Route::Near(3));
     assert_eq!(meta.batch(), Some(batch), "joins the anchor's batch");

@@ -23,7 +23,7 @@ mod park;
 mod thief;
 
 use super::machine::Machine;
-use super::placement::Next;
+use super::placement::{Next, Poll, Turn};
 use super::processor::{Core, Processor};
 use super::{BoxCore, Shared};
 use crate::task::Runnable;
@@ -122,14 +122,31 @@ impl Worker {
         let meta = task.metadata();
         // The batch before the poll: the task may be gone after it.
         let bits = meta.batch_bits();
-        if let Err(last) = meta.polled_last_on(core.index) {
-            // A task that last ran elsewhere (one load on the common path).
-            if let Some(home) = last {
-                if self.sends_home(core.index, meta, bits, home) {
-                    p.metrics.batch_hub_homes.incr();
-                    self.shared.push_inbox(home, task);
-                    return Some(core);
-                }
+        // `Err`: it last ran elsewhere (one load on the common path); `home`:
+        // that P, if it was another active one, where the policy may send
+        // the task back.
+        let moved = meta.polled_last_on(core.index).err();
+        let home = moved
+            .flatten()
+            .filter(|&h| h != core.index && h < self.shared.active_procs());
+        let home_p = |h: usize| {
+            let h = &self.shared.procs[h];
+            h.in_task.load(Relaxed).then(|| h.policy())
+        };
+        let st = core.policy_mut();
+        match self
+            .shared
+            .policy
+            .begin_poll(st, p.policy(), meta, bits, home, home_p)
+        {
+            Poll::Here => {}
+            Poll::Home(home) => {
+                self.shared.push_inbox(home, task);
+                return Some(core);
+            }
+        }
+        if let Some(last) = moved {
+            if last.is_some() {
                 p.metrics.migrated_polls.incr();
             }
             meta.record_ran_on(core.index);
@@ -143,9 +160,7 @@ impl Worker {
         meta.note_polled(core.clock_ms);
         p.current_task.store(meta.id.as_u64(), Relaxed);
         p.current_site.store(meta.site_bits(), Relaxed);
-        self.shared
-            .policy
-            .begin_poll(&mut core.policy_state, &p.running_batch, meta, bits);
+        core.set_polling(meta);
         p.in_task.store(true, Relaxed);
         // SAFETY: this thread is the M owning the seat.
         unsafe { self.machine.seat.enter_poll(core) };
@@ -177,29 +192,8 @@ impl Worker {
         let busy = || self.shared.busy_time();
         self.shared
             .policy
-            .end_poll(&core.policy_state, bits, &p.metrics, busy);
+            .end_poll(core.policy(), p.policy(), bits, busy);
         Some(core)
-    }
-
-    /// Whether a task about to be polled here but last polled on P `home`
-    /// goes back there (the policy's `send_home`, asked with what `home`
-    /// is polling now).
-    #[cold]
-    #[inline(never)]
-    fn sends_home(
-        &self,
-        here: usize,
-        meta: &crate::task::TaskMeta,
-        bits: u32,
-        home: usize,
-    ) -> bool {
-        let shared = &*self.shared;
-        home != here
-            && home < shared.active_procs()
-            && shared.policy.send_home(meta, bits, || {
-                let h = &shared.procs[home];
-                h.in_task.load(Relaxed).then(|| h.running_batch.get())
-            })
     }
 
     /// Finds the next task, parking when there is none (Go's `findRunnable`;
@@ -308,18 +302,17 @@ impl Worker {
             return core;
         }
         let idle_p = shared.idle.node_npidle_hint(core.node) != 0;
-        let inject = &shared.nodes[core.node].inject;
-        let Core {
-            policy_state,
-            queue,
-            ..
-        } = &mut *core;
-        let to_ring = |t| queue.push_back(t, inject);
-        if shared
+        let node = core.node;
+        let inject = &shared.nodes[node].inject;
+        let (st, queue) = core.policy_and_ring();
+        if let Next::Split(tasks) = shared
             .policy
-            .on_tick(policy_state, &p.hints, idle_p, &p.metrics, to_ring)
+            .owner_next(st, p.policy(), Turn::Tick { idle_p })
         {
-            shared.wake_idle_p(core.node);
+            for t in tasks {
+                queue.push_back(t, inject);
+            }
+            shared.wake_idle_p(node);
         }
         core
     }
@@ -338,23 +331,26 @@ impl Worker {
             }
         }
         let policy = &self.shared.policy;
-        if core.policy_state.has_work() {
-            let inject = &self.shared.nodes[core.node].inject;
+        if core.policy().has_work() {
+            let node = core.node;
+            let inject = &self.shared.nodes[node].inject;
             let ring_empty = core.queue.ring_is_empty();
-            let Core {
-                policy_state,
-                queue,
-                ..
-            } = &mut *core;
-            let to_ring = |t| queue.push_back(t, inject);
-            match policy.owner_next(policy_state, &p.hints, ring_empty, m, to_ring) {
-                Next::Run(t) => {
-                    core.lifo_polls = 0;
-                    core.tick = core.tick.wrapping_add(1);
-                    return Some(t);
+            let (st, queue) = core.policy_and_ring();
+            let run = match policy.owner_next(st, p.policy(), Turn::Pick { ring_empty }) {
+                Next::Run(t) => Some(t),
+                Next::Split(tasks) => {
+                    for t in tasks {
+                        queue.push_back(t, inject);
+                    }
+                    self.shared.wake_idle_p(node);
+                    None
                 }
-                Next::Split => self.shared.wake_idle_p(core.node),
-                Next::Ring => {}
+                Next::Ring => None,
+            };
+            if let Some(t) = run {
+                core.lifo_polls = 0;
+                core.tick = core.tick.wrapping_add(1);
+                return Some(t);
             }
         }
         if let Some((t, lifo)) = core.queue.pop(false) {
@@ -364,13 +360,13 @@ impl Worker {
                 m.runnext_polls.incr();
             } else {
                 core.lifo_polls = 0;
-                policy.ring_ran(&mut core.policy_state);
+                policy.owner_next(core.policy_mut(), p.policy(), Turn::RingRan);
                 core.tick = core.tick.wrapping_add(1);
             }
             return Some(t);
         }
         core.lifo_polls = 0;
-        policy.ring_dry(&p.hints);
+        policy.owner_next(core.policy_mut(), p.policy(), Turn::RingDry);
         None
     }
 
