@@ -3,13 +3,13 @@
 //! `runnext` ([`Woken`]), with the wake edge it teaches the batches and
 //! the task it displaces.
 
+use super::state::BATCH_QUEUE_CAP;
 use super::{
     at, batch, share_out, Arrival, BusyTime, NewTask, Policy, PolicyCore, PolicyP, Route, Rule,
     Spawned, WakeTo, Woken,
 };
 use crate::counters::ProcCounters;
 use crate::task::{Runnable, TaskMeta};
-use super::state::BATCH_QUEUE_CAP;
 use std::sync::atomic::Ordering::Relaxed;
 
 impl<H: FnOnce() -> Option<usize>> Arrival for NewTask<'_, H> {
