@@ -444,6 +444,45 @@ fn a_retaken_poll_holds_the_paused_clock() {
     );
 }
 
+/// A paused clock's timer is due by the paused clock, not by real time:
+/// a poll that holds the only P for 200 ms of real time, past a 50 ms
+/// (virtual) sleep nobody advanced to, has nothing waiting behind it, so
+/// its P is not retaken. When retake compared virtual deadlines with the
+/// real now it was (issue 45: the echo test's 1 s timeout, passed by real
+/// time after 92 rounds in the 4-node guest, made a slow poll's P retaken
+/// and the clock jump past a ready reply).
+#[test]
+fn a_paused_timer_is_not_due_by_real_time() {
+    let rt = Builder::new()
+        .max_procs(1)
+        .start_paused(true)
+        .retake_threshold(Some(Duration::from_millis(10)))
+        .stall_threshold(None)
+        .build()
+        .unwrap();
+    if let Some(why) = rt.metrics().retake_unavailable() {
+        eprintln!("sysmon::a_paused_timer_is_not_due_by_real_time: SKIPPED: retake is off ({why})");
+        return;
+    }
+    rt.block_on(async {
+        let sleeper = spawn(numa_rt_reactor::time::sleep(Duration::from_millis(50)));
+        let blocker = spawn(async {
+            let t0 = std::time::Instant::now();
+            // Holds P0 (a poll that blocks its thread is the subject here).
+            while t0.elapsed() < Duration::from_millis(200) {
+                std::hint::spin_loop();
+            }
+        });
+        blocker.await.unwrap();
+        sleeper.await.unwrap();
+    });
+    assert_eq!(
+        rt.metrics().proc(0).retakes,
+        0,
+        "P0 was retaken for a virtual timer that real time had passed"
+    );
+}
+
 /// A poll that takes long only because its thread gets no CPU (the M runs
 /// at `SCHED_IDLE` on the CPU where a normal thread spins, as a thread of a
 /// container throttled by its CPU quota would wait) is not blamed on its
