@@ -169,7 +169,7 @@ async fn timers_pending_across_a_pause_fire_after_resume() {
     // sleep between its deadline and that poll (1 of 12 runs in the 4-node
     // guest, whose vCPUs starve) finds it due, so it is asked again, longer.
     let mut d = Duration::from_millis(1);
-    let mut s = loop {
+    let s = loop {
         let mut s = Box::pin(sleep(d));
         if poll!(&mut s).is_pending() {
             break s;

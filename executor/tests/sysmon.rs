@@ -421,8 +421,9 @@ fn a_retaken_poll_holds_the_paused_clock() {
         let blocker = spawn(async move {
             assert!(armed.load(SeqCst), "the waiter ran first");
             let m = numa_rt_executor::Handle::current().metrics();
-            // Work behind this poll: what sysmon retakes the P for.
-            let behind = spawn(async {});
+            // Work behind this poll: what sysmon retakes the P for
+            // (detached: it runs on the P's new M).
+            drop(spawn(async {}));
             let t0 = std::time::Instant::now();
             while m.proc(0).retakes == 0 {
                 assert!(t0.elapsed() < common::HANG, "sysmon did not retake P0");
@@ -433,9 +434,8 @@ fn a_retaken_poll_holds_the_paused_clock() {
                 std::thread::yield_now();
             }
             let _ = tx.send(());
-            behind
         });
-        blocker.await.unwrap().await.unwrap();
+        blocker.await.unwrap();
         waiter.await.unwrap()
     });
     assert!(
