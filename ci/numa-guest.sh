@@ -111,9 +111,8 @@ build=(cargo test --workspace --release --no-run --message-format=json)
 skips=$work/skips.tsv
 cat >"$skips" <<'EOF'
 numa_rt/macros	--skip ui	ui: trybuild compiles tests/ui with cargo and rustc, which the guest lacks
-numa_rt_executor/sysmon	--skip sysmon_polls_a_poller_nobody_watches	open: failed 1 of 7 4n runs (with the only P stuck in a poll, the monitor did not drain its poller within 30 s); not yet understood, kept out of CI until it is
-numa_rt_util/delay_queue	--skip a_waiting_task_is_woken_by_an_earlier_insert	open: failed 1 of 9 4n runs (one P, paused, no I/O: the clock reached the 1000 ms entry before the woken consumer inserted its 110 ms one); not yet understood, kept out of CI until it is
-port_on_numa_rt/service_tests	--skip reports_come_every_period --skip an_idle_connection_is_closed	paused clock with real loopback I/O: a request whose packet waits for ksoftirqd on a starved vCPU is invisible to auto-advance's I/O check, and the clock runs on to the 300 s idle timeout (1 of 3 4n runs; tokio's paused clock has the same race)
+numa_rt_executor/sysmon	--skip sysmon_polls_a_poller_nobody_watches	open: failed 1 of 7 4n runs (with the only P stuck in a poll, the monitor did not drain its poller within 30 s); not reproduced since in 85 4n runs (60 of it alone, 25 of the whole binary), not yet understood, kept out of CI until it is
+port_on_numa_rt/service_tests	--skip reports_come_every_period --skip an_idle_connection_is_closed	paused clock with real loopback I/O: a request whose packet waits for ksoftirqd on a starved vCPU is invisible to auto-advance's I/O check, and the clock runs on to the 300 s idle timeout (1 of 3 4n runs; still 2 of 15 runs of the two alone after the retake fixes of issue 45; tokio's paused clock has the same race)
 EOF
 
 # ---- initramfs ---------------------------------------------------------------

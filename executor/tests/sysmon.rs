@@ -381,6 +381,108 @@ fn sysmon_polls_a_poller_nobody_watches() {
     assert!(saw, "nobody polled the stuck P's timer");
 }
 
+/// A poll whose P sysmon retook goes on without a P: the P it left is idle
+/// with empty queues, yet the poll may still wake anything, so a paused
+/// clock must not auto-advance while it runs (as while a `block_in_place`
+/// closure runs). The blocker queues a task behind itself (the work that
+/// makes sysmon retake its P), sees the retake, and gives a wrong advance
+/// up to 2 s of real time to fire the waiter's 1 s (virtual) timeout before
+/// it sends what the waiter waits for. Checked to fail without the count:
+/// the timeout fired (issue 45: the delay queue's earlier insert, 1 of 9
+/// runs in the 4-node guest, where a starved vCPU made a poll outlast
+/// the retake threshold).
+#[test]
+fn a_retaken_poll_holds_the_paused_clock() {
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::sync::Arc;
+    let rt = Builder::new()
+        .max_procs(1)
+        .start_paused(true)
+        .retake_threshold(Some(Duration::from_millis(10)))
+        .stall_threshold(None)
+        .build()
+        .unwrap();
+    if let Some(why) = rt.metrics().retake_unavailable() {
+        eprintln!("sysmon::a_retaken_poll_holds_the_paused_clock: SKIPPED: retake is off ({why})");
+        return;
+    }
+    let (tx, rx) = oneshot::channel::<()>();
+    let armed = Arc::new(AtomicBool::new(false));
+    let timed_out = Arc::new(AtomicBool::new(false));
+    let (a2, t2) = (armed.clone(), timed_out.clone());
+    let got = rt.block_on(async move {
+        // Runs first (FIFO from the node queue): its timer goes to P0.
+        let waiter = spawn(async move {
+            a2.store(true, SeqCst);
+            let r = numa_rt_reactor::time::timeout(Duration::from_secs(1), rx).await;
+            t2.store(r.is_err(), SeqCst);
+            r.is_ok()
+        });
+        let blocker = spawn(async move {
+            assert!(armed.load(SeqCst), "the waiter ran first");
+            let m = numa_rt_executor::Handle::current().metrics();
+            // Work behind this poll: what sysmon retakes the P for
+            // (detached: it runs on the P's new M).
+            drop(spawn(async {}));
+            let t0 = std::time::Instant::now();
+            while m.proc(0).retakes == 0 {
+                assert!(t0.elapsed() < common::HANG, "sysmon did not retake P0");
+                std::hint::spin_loop();
+            }
+            let t1 = std::time::Instant::now();
+            while !timed_out.load(SeqCst) && t1.elapsed() < Duration::from_secs(2) {
+                std::thread::yield_now();
+            }
+            let _ = tx.send(());
+        });
+        blocker.await.unwrap();
+        waiter.await.unwrap()
+    });
+    assert!(
+        got,
+        "the paused clock jumped to the waiter's 1 s timeout while a retaken poll still ran"
+    );
+}
+
+/// A paused clock's timer is due by the paused clock, not by real time:
+/// a poll that holds the only P for 200 ms of real time, past a 50 ms
+/// (virtual) sleep nobody advanced to, has nothing waiting behind it, so
+/// its P is not retaken. When retake compared virtual deadlines with the
+/// real now it was (issue 45: the echo test's 1 s timeout, passed by real
+/// time after 92 rounds in the 4-node guest, made a slow poll's P retaken
+/// and the clock jump past a ready reply).
+#[test]
+fn a_paused_timer_is_not_due_by_real_time() {
+    let rt = Builder::new()
+        .max_procs(1)
+        .start_paused(true)
+        .retake_threshold(Some(Duration::from_millis(10)))
+        .stall_threshold(None)
+        .build()
+        .unwrap();
+    if let Some(why) = rt.metrics().retake_unavailable() {
+        eprintln!("sysmon::a_paused_timer_is_not_due_by_real_time: SKIPPED: retake is off ({why})");
+        return;
+    }
+    rt.block_on(async {
+        let sleeper = spawn(numa_rt_reactor::time::sleep(Duration::from_millis(50)));
+        let blocker = spawn(async {
+            let t0 = std::time::Instant::now();
+            // Holds P0 (a poll that blocks its thread is the subject here).
+            while t0.elapsed() < Duration::from_millis(200) {
+                std::hint::spin_loop();
+            }
+        });
+        blocker.await.unwrap();
+        sleeper.await.unwrap();
+    });
+    assert_eq!(
+        rt.metrics().proc(0).retakes,
+        0,
+        "P0 was retaken for a virtual timer that real time had passed"
+    );
+}
+
 /// A poll that takes long only because its thread gets no CPU (the M runs
 /// at `SCHED_IDLE` on the CPU where a normal thread spins, as a thread of a
 /// container throttled by its CPU quota would wait) is not blamed on its

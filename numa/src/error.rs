@@ -18,6 +18,10 @@ pub enum TopologyErrorKind {
     CpuNotAllowed,
     /// A CPU is in two nodes (`"0;0"`).
     DuplicateCpu,
+    /// On a kernel with several NUMA nodes, a node of `NUMA_RT_TOPOLOGY`
+    /// names CPUs of two of them (`"0,2;1,3"` where 0-1 and 2-3 are the
+    /// kernel's nodes).
+    SpansNodes,
     /// The distances are missing for some nodes, of the wrong length, or
     /// out of range.
     BadDistances,

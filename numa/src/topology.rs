@@ -356,9 +356,51 @@ fn from_env_value(value: Option<OsString>) -> Result<Option<Topology>, TopologyE
     if text.trim().is_empty() {
         return Ok(None);
     }
-    Topology::from_spec(text)
-        .map(Some)
-        .map_err(|e| e.about(format!("{ENV_VAR}={text:?}")))
+    let what = || format!("{ENV_VAR}={text:?}");
+    let t = Topology::from_spec(text).map_err(|e| e.about(what()))?;
+    // On a kernel with NUMA nodes, a simulated node that takes CPUs of two
+    // real ones would bind its M's across both and prefer the memory of one:
+    // refused, naming the CPUs and their nodes (a one-node kernel has
+    // nothing to cross). Read failures leave the spec as it is.
+    if let Ok(host) = read_host(Path::new(SYSFS_NODES)) {
+        check_within_host_nodes(&t, &host.nodes)
+            .map_err(|detail| TopologyError::new(Kind::SpansNodes, what(), detail))?;
+    }
+    Ok(Some(t))
+}
+
+/// Whether every node of `t` lies within one of the kernel's `host` nodes
+/// (trivially so with fewer than two); otherwise the reason, naming the
+/// first node that crosses, its CPUs on each side and the kernel's nodes.
+fn check_within_host_nodes(t: &Topology, host: &[HostNode]) -> Result<(), String> {
+    if host.len() < 2 {
+        return Ok(());
+    }
+    for (i, node) in t.nodes.iter().enumerate() {
+        let parts: Vec<(usize, CpuSet)> = host
+            .iter()
+            .map(|h| (h.os_id, h.cpus.intersection(node.cpus())))
+            .filter(|(_, c)| !c.is_empty())
+            .collect();
+        if parts.len() < 2 {
+            continue;
+        }
+        let named: Vec<String> = parts
+            .iter()
+            .map(|(id, cpus)| format!("{} of the kernel's node {id}", spec::cpus_phrase(cpus)))
+            .collect();
+        let kernel: Vec<String> = host
+            .iter()
+            .map(|h| format!("node{} {}", h.os_id, h.cpus))
+            .collect();
+        return Err(format!(
+            "node{i} names {}; on a kernel with NUMA nodes each node of the spec must lie \
+             within one of them (the kernel's: {})",
+            named.join(" and "),
+            kernel.join(", ")
+        ));
+    }
+    Ok(())
 }
 
 /// One node as sysfs describes it, before restriction to the allowed CPUs.

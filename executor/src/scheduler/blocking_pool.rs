@@ -202,6 +202,10 @@ impl Inner {
 
     fn run(self: Arc<Inner>) {
         let shared = self.shared.get().and_then(|w| w.upgrade());
+        // Not its creator's node (an M's, or its one core): every node's.
+        if let Some(sh) = &shared {
+            super::thread_life::place_nodeless(sh);
+        }
         // The builder's hooks and the tokio context, as on an M.
         let life = shared.as_deref().map(super::thread_life::started);
         let enter = shared.clone().map(context::enter);

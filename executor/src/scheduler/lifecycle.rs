@@ -47,6 +47,7 @@ pub(crate) fn start(
             seat: Seat::new(),
             handoff: Mutex::new(None),
             cv: Condvar::new(),
+            retaken: AtomicBool::new(false),
         });
         let owner: std::sync::Weak<dyn super::local::AsksForP> = Arc::downgrade(&machine) as _;
         machine.local.set_owner(owner);

@@ -8,7 +8,7 @@
 use super::local::LocalQueue;
 use super::seat::Seat;
 use super::BoxCore;
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
@@ -26,6 +26,12 @@ pub(crate) struct Machine {
     pub(crate) seat: Seat<BoxCore>,
     pub(crate) handoff: Mutex<Option<BoxCore>>,
     pub(crate) cv: Condvar,
+    /// Set by sysmon when it retakes this M's P in the middle of a poll
+    /// (counted in `Shared::in_place` from then), cleared by this M when
+    /// that poll returns (and the count with it). Written inside the seat's
+    /// `try_take` hand-off, which publishes `TAKEN` (Release) after it, and
+    /// read after the M's `leave_poll` saw `TAKEN` (Acquire): Relaxed.
+    pub(crate) retaken: AtomicBool,
 }
 
 impl super::local::AsksForP for Machine {

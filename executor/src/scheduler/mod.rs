@@ -98,9 +98,10 @@ pub(crate) struct Shared {
     pub(crate) started: std::time::Instant,
     /// The `block_on` calls in progress, for the deadlock diagnostic.
     pub(crate) block_ons: BlockOns,
-    /// Closures running in `block_in_place`: their task runs on an M that
-    /// gave its P away, so every P may be idle meanwhile. sysmon neither
-    /// diagnoses a deadlock nor auto-advances paused time while one runs.
+    /// Closures running in `block_in_place`, and polls whose P sysmon
+    /// retook (`Machine::retaken`): their task runs on an M without a P,
+    /// so every P may be idle meanwhile. sysmon neither diagnoses a
+    /// deadlock nor auto-advances paused time while one runs.
     /// Relaxed, like `BlockOns`' counters.
     pub(crate) in_place: AtomicUsize,
     /// The registries of the pinned (`spawn_local`) tasks of every M and

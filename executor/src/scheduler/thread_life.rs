@@ -8,6 +8,7 @@
 //! thread run no user code and are left out.
 
 use super::Shared;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 /// A runtime thread's life: made by [`started`], ended by
 /// [`ThreadLife::stopping`].
@@ -75,6 +76,36 @@ impl ThreadLife<'_> {
                 "the thread stops as usual",
                 || f(),
             );
+        }
+    }
+}
+
+/// Places a runtime thread that belongs to no node — a blocking-pool thread,
+/// the monitor thread (sysmon) — on every CPU of the runtime's topology,
+/// with the default memory policy (first touch): they serve every node.
+/// Without this a thread inherits its creator's binding, and a blocking
+/// thread started by an M of node 1 (or one pinned to a core by
+/// `pin_cores`) would run every later closure of every node there
+/// (docs/architecture.md, "NUMA"). Failures are reported once per process
+/// and the thread carries on where it was.
+pub(crate) fn place_nodeless(shared: &Shared) {
+    static REPORTED: AtomicBool = AtomicBool::new(false);
+    let report = |what: &str, e: std::io::Error| {
+        if !REPORTED.swap(true, Relaxed) {
+            eprintln!("numa_rt: {what} failed ({e}); continuing without it");
+        }
+    };
+    if let Err(e) = numa_rt_numa::sys::set_thread_affinity(shared.topology.cpus()) {
+        report(
+            "binding a blocking or monitor thread to the runtime's CPUs",
+            e,
+        );
+    }
+    // M's set a preferred node only on a multi-node topology; elsewhere
+    // every thread already has the default policy.
+    if shared.topology.nodes().len() > 1 {
+        if let Err(e) = numa_rt_numa::sys::reset_memory_policy() {
+            report("set_mempolicy(MPOL_DEFAULT)", e);
         }
     }
 }

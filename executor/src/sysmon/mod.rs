@@ -96,7 +96,7 @@ use crate::tuning::{DEADLOCK_GRACE, PAUSED_RECHECK, QUOTA_REREAD};
 use deadlock::{looks_deadlocked, report_deadlock, runtime_idle};
 use numa_rt_numa::sys::SchedStatFile;
 use stall::{check_stalls, Stall};
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -108,6 +108,9 @@ pub(crate) struct Sysmon {
     /// thread): where it does not, `stall::judge_stall` uses its fallback
     /// without trying to open a file per stall.
     schedstat: bool,
+    /// Whether the monitor thread was placed on every node's CPUs (at its
+    /// first round: it may have been started by a thread bound to a node).
+    placed: AtomicBool,
 }
 
 #[derive(Default)]
@@ -144,6 +147,7 @@ impl Sysmon {
             shared,
             state: Mutex::new(State::default()),
             schedstat: SchedStatFile::open(tid).is_ok(),
+            placed: AtomicBool::new(false),
         }
     }
 }
@@ -161,6 +165,9 @@ impl numa_rt_reactor::SysmonHook for Sysmon {
         let shared = self.shared.upgrade()?;
         if shared.is_shutdown() {
             return None;
+        }
+        if !self.placed.swap(true, Relaxed) {
+            crate::scheduler::thread_life::place_nodeless(&shared);
         }
         let paused = shared.reactor.is_clock_paused();
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());

@@ -322,8 +322,22 @@ fn has_other_work(shared: &Shared, i: usize, now: Instant) -> bool {
     p.steal.has_runnext()
         || !p.steal.is_empty()
         || !p.inbox.is_empty()
-        || shared.reactor.next_timer_of(i).is_some_and(|t| t <= now)
+        || shared
+            .reactor
+            .next_timer_of(i)
+            .is_some_and(|t| t <= timers_now(shared, now))
         || (!shared.nodes[p.node].inject.is_empty() && shared.idle.node_npidle(p.node) == 0)
+}
+
+/// The now timers are due by: `now`, or the paused clock's (a virtual
+/// deadline is not due because real time passed it: in a slow guest a
+/// paused test's 1 s timer looked due and made a stuck poll's P retaken).
+fn timers_now(shared: &Shared, now: Instant) -> Instant {
+    if shared.reactor.is_clock_paused() {
+        shared.reactor.clock_now()
+    } else {
+        now
+    }
 }
 
 /// Go's `retake` + `handoffp` for a P stuck in poll number `polls`: takes
@@ -352,7 +366,17 @@ fn retake_p(shared: &Arc<Shared>, i: usize, polls: u64) -> std::io::Result<bool>
             // (and whoever waits on it, then reads the metrics) may run
             // before this thread gets here again.
             p.metrics.retakes.incr_shared();
+            // The stuck poll goes on without a P: every P may be idle
+            // while it runs, and auto-advance must not jump the paused
+            // clock past what it is about to do (issue 45: the delay
+            // queue's earlier insert, in the 4-node guest). Counted as a
+            // `block_in_place` closure until the poll returns (its M
+            // clears it, after seeing `TAKEN`, which follows this).
+            shared.in_place.fetch_add(1, Relaxed);
+            m.retaken.store(true, Relaxed);
             lifecycle::handoff(shared, core).inspect_err(|_| {
+                m.retaken.store(false, Relaxed);
+                shared.in_place.fetch_sub(1, Relaxed);
                 p.metrics.retakes.decr_shared();
                 p.in_task.store(true, Relaxed);
                 if was_holder {

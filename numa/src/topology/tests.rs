@@ -311,3 +311,36 @@ fn env_value_must_be_utf8() {
     assert_eq!(err.kind(), Kind::Malformed);
     assert!(err.to_string().contains("NUMA_RT_TOPOLOGY"), "{err}");
 }
+
+/// On a kernel with nodes 0-1 and 2-3, a spec node with CPUs of both is
+/// refused (what `NUMA_RT_TOPOLOGY` checks, issue 45); nodes within one
+/// kernel node, or any spec on a one-node kernel, pass.
+#[test]
+fn a_spec_node_across_kernel_nodes_is_refused() {
+    let host = [
+        HostNode {
+            os_id: 0,
+            cpus: cpus("0-1"),
+            row: None,
+        },
+        HostNode {
+            os_id: 1,
+            cpus: cpus("2-3"),
+            row: None,
+        },
+    ];
+    let allowed = cpus("0-3");
+    let across = Topology::from_spec_within("0,2;1,3", &allowed).unwrap();
+    let err = check_within_host_nodes(&across, &host).unwrap_err();
+    assert_eq!(
+        err,
+        "node0 names CPU 0 of the kernel's node 0 and CPU 2 of the kernel's node 1; on a \
+         kernel with NUMA nodes each node of the spec must lie within one of them (the \
+         kernel's: node0 0-1, node1 2-3)"
+    );
+    for ok in ["0-1;2-3", "0;1;2-3", "3;0"] {
+        let t = Topology::from_spec_within(ok, &allowed).unwrap();
+        assert_eq!(check_within_host_nodes(&t, &host), Ok(()), "{ok}");
+    }
+    assert_eq!(check_within_host_nodes(&across, &host[..1]), Ok(()));
+}

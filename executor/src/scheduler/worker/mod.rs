@@ -177,7 +177,11 @@ impl Worker {
         let Some(core) = (unsafe { self.machine.seat.leave_poll() }) else {
             // The P went to another M during the poll (block_in_place, or
             // sysmon's retake): its counters and flags are that M's now, so
-            // this poll's end is not recorded on it.
+            // this poll's end is not recorded on it. A retaken poll was
+            // counted as running without a P until here (`retake_p`).
+            if self.machine.retaken.swap(false, Relaxed) {
+                self.shared.in_place.fetch_sub(1, Relaxed);
+            }
             return None;
         };
         p.in_task.store(false, Relaxed);
