@@ -13,6 +13,12 @@
 //! holds at most two entries and a watch epoll at most two per P of its
 //! node, so building the drivers is linear in the P count.
 //!
+//! On a runtime with several nodes, each node also gets a *lend epoll*
+//! holding its io pollers, added switched off to the watch epolls of its
+//! nearest other nodes ([`super::lend`]): a chain of four epolls at most
+//! (a park epoll or hosting poller → a watch → a lend epoll → an io
+//! poller), the kernel's limit, and no cycle.
+//!
 //! Also here: the reactor's small API (which P a new source goes to,
 //! whether it is shut down) and [`Reactor::shutdown`].
 //!
@@ -25,12 +31,13 @@ use std::sync::{Arc, Mutex};
 use mio::{Interest, Poll};
 
 use super::io::{self, Slab, Wakeups};
+use super::lend::{Lending, LEND_TARGETS};
 use super::stats::Stats;
 use super::timers::Timers;
 use super::watch::Role;
 use super::{
     monitor, notify, paused, Driver, EventsPerTick, IoPoller, NodeWatch, PState, Reactor, Shared,
-    FDS_PER_PROC, TIMER_TOKEN, UNPARK_IN_WATCH, UNPARK_TAG, WATCH_TAG,
+    FDS_PER_PROC, LEND_IN_WATCH, TIMER_TOKEN, UNPARK_IN_WATCH, UNPARK_TAG, WATCH_TAG,
 };
 use crate::clock::Clock;
 use crate::sys;
@@ -58,13 +65,34 @@ impl Reactor {
         node_of_p: &[usize],
         events: EventsPerTick,
     ) -> std::io::Result<Reactor> {
+        let nnodes = node_of_p.iter().max().map_or(1, |&m| m + 1);
+        // Without a distance table: nearer by index.
+        let order: Vec<Vec<usize>> = (0..nnodes)
+            .map(|n| {
+                let mut o: Vec<usize> = (0..nnodes).filter(|&k| k != n).collect();
+                o.sort_by_key(|&k| k.abs_diff(n));
+                o
+            })
+            .collect();
+        Reactor::with_nodes_events_and_order(node_of_p, events, &order)
+    }
+
+    /// [`Reactor::with_nodes_and_events`], with each node's other nodes
+    /// nearest first (`remote_order[n]`, by the distance table): a node
+    /// whose M's are all busy lends its pollers to the nearest node whose
+    /// watcher is parked (see the driver's `lend`).
+    pub fn with_nodes_events_and_order(
+        node_of_p: &[usize],
+        events: EventsPerTick,
+        remote_order: &[Vec<usize>],
+    ) -> std::io::Result<Reactor> {
         assert!(!node_of_p.is_empty(), "a reactor needs at least one P");
         assert!(
             events.waiting > 0 && events.busy > 0,
             "a look at a poller takes at least one event"
         );
         let nnodes = node_of_p.iter().max().map_or(1, |&m| m + 1);
-        Reactor::build(node_of_p, nnodes, events).map_err(|e| {
+        Reactor::build(node_of_p, nnodes, events, remote_order).map_err(|e| {
             let procs = node_of_p.len();
             let need = procs * FDS_PER_PROC + nnodes;
             let limit = match e.raw_os_error() {
@@ -101,17 +129,49 @@ impl Reactor {
         node_of_p: &[usize],
         nnodes: usize,
         events: EventsPerTick,
+        remote_order: &[Vec<usize>],
     ) -> std::io::Result<Reactor> {
+        let has_procs = |n: usize| node_of_p.contains(&n);
+        // Per node with P's: the nearest other nodes with P's that can watch
+        // it (see `lend`); none on a one-node runtime.
+        let targets: Vec<Vec<usize>> = (0..nnodes)
+            .map(|n| {
+                if !has_procs(n) {
+                    return Vec::new();
+                }
+                let order = remote_order.get(n).map_or(&[][..], |o| &o[..]);
+                order
+                    .iter()
+                    .copied()
+                    .filter(|&k| k != n && k < nnodes && has_procs(k))
+                    .take(LEND_TARGETS)
+                    .collect()
+            })
+            .collect();
         let mut nodes = Vec::with_capacity(nnodes);
-        for n in 0..nnodes {
+        for (n, targets) in targets.iter().enumerate() {
             let procs: Vec<usize> = (0..node_of_p.len())
                 .filter(|&i| node_of_p[i] == n)
                 .collect();
             nodes.push(NodeWatch {
                 epoll: sys::epoll_create()?,
+                lend: match targets.is_empty() {
+                    true => None,
+                    false => Some(sys::epoll_create()?),
+                },
                 procs: procs.len(),
                 role: Role::new(&procs),
             });
+        }
+        // Each lend epoll into its targets' watches, switched off.
+        for (n, targets) in targets.iter().enumerate() {
+            if let Some(lend) = &nodes[n].lend {
+                for &t in targets {
+                    let tag = LEND_IN_WATCH | n as u64;
+                    sys::epoll_add_level(&nodes[t].epoll, lend.as_raw_fd(), tag)?;
+                    sys::epoll_set_level(&nodes[t].epoll, lend.as_raw_fd(), tag, false)?;
+                }
+            }
         }
         let clock = Arc::new(Clock::new());
         let mut ps = Vec::with_capacity(node_of_p.len());
@@ -126,6 +186,9 @@ impl Reactor {
             )?;
             let watch = &nodes[node];
             sys::epoll_add_level(&watch.epoll, poll.as_raw_fd(), i as u64)?;
+            if let Some(lend) = &watch.lend {
+                sys::epoll_add_level(lend, poll.as_raw_fd(), i as u64)?;
+            }
             let park = sys::epoll_create()?;
             let unpark = sys::eventfd()?;
             sys::epoll_add_level(&park, unpark.as_raw_fd(), UNPARK_TAG)?;
@@ -163,6 +226,7 @@ impl Reactor {
         let shared = Arc::new(Shared {
             ps: ps.into_boxed_slice(),
             nodes: nodes.into_boxed_slice(),
+            lending: Lending::new(targets),
             next_p: AtomicUsize::new(0),
             shutdown: AtomicBool::new(false),
             monitor: monitor.clone(),
@@ -191,10 +255,13 @@ impl Reactor {
             index,
             buf: vec![empty; 3],
             tags: Vec::with_capacity(3),
-            // Every poller of the node and the watcher's own eventfd.
-            watch_buf: vec![empty; node_procs + 1],
+            // Every poller of the node, the watcher's own eventfd and the
+            // lend epolls of the nodes lent to it.
+            watch_buf: vec![empty; node_procs + 1 + self.shared.nodes.len()],
             watch_tags: Vec::with_capacity(node_procs),
             io_buf: vec![empty; self.shared.events.waiting],
+            lend_buf: Vec::new(),
+            lend_tags: Vec::new(),
             host_score: 0,
             wakeups: Wakeups::default(),
             timer_wakers: Vec::new(),
