@@ -948,3 +948,22 @@ fn a_busy_node_is_watched_by_the_nearest_parked_watcher() {
     assert!(reactor.driver_stats(0).watch_lends >= 1);
     drop(d1);
 }
+
+/// One node: nothing is ever lent (no lend epoll exists, and a park or a
+/// leave takes no lending step), however its M's park and leave.
+#[test]
+fn one_node_never_lends() {
+    let (reactor, mut d, _g) = setup(2);
+    for _ in 0..3 {
+        for d in d.iter_mut() {
+            d.unparker().unpark();
+            d.park(None);
+            d.park(Some(Duration::from_millis(1)));
+        }
+    }
+    assert_eq!(reactor.lent_to(0), None);
+    for p in 0..2 {
+        assert_eq!(reactor.driver_stats(p).watch_lends, 0);
+        assert_eq!(reactor.driver_stats(p).remote_helps, 0);
+    }
+}
