@@ -51,7 +51,8 @@ impl Reactor {
     /// Builds one driver per entry of `node_of_p` (the NUMA node of each P).
     /// The watcher of a node helps busy P's of that node only.
     ///
-    /// Each P takes [`FDS_PER_PROC`] descriptors and each node one. An error
+    /// Each P takes [`FDS_PER_PROC`] descriptors and each node one (two on
+    /// a runtime of several nodes: its watch and lend epolls). An error
     /// from the OS names the limit that caused it: `RLIMIT_NOFILE` (with the
     /// number of descriptors needed), the system-wide `fs.file-max`, or
     /// `fs.epoll.max_user_watches`.
@@ -94,11 +95,12 @@ impl Reactor {
         let nnodes = node_of_p.iter().max().map_or(1, |&m| m + 1);
         Reactor::build(node_of_p, nnodes, events, remote_order).map_err(|e| {
             let procs = node_of_p.len();
-            let need = procs * FDS_PER_PROC + nnodes;
+            let per_node = if nnodes > 1 { 2 } else { 1 };
+            let need = procs * FDS_PER_PROC + nnodes * per_node;
             let limit = match e.raw_os_error() {
                 Some(libc::EMFILE) => format!(
                     "the process's descriptor limit: {procs} processors need {need} file \
-                     descriptors ({FDS_PER_PROC} per processor, 1 per node) besides those already \
+                     descriptors ({FDS_PER_PROC} per processor, {per_node} per node) besides those already \
                      open, and RLIMIT_NOFILE allows {}; raise it (ulimit -n) or lower max_procs",
                     sys::nofile_limit().map_or("no more".to_owned(), |l| l.to_string())
                 ),
