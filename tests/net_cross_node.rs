@@ -287,7 +287,8 @@ struct Round {
     helped: bool,
 }
 
-/// One request/reply with B spinning on node `round % 2`.
+/// One request/reply with B spinning on node `round % 2` and R on the
+/// other of nodes 0 and 1.
 fn one_round(rt: &numa_rt::Runtime, round: usize) -> Round {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
@@ -310,27 +311,35 @@ fn one_round(rt: &numa_rt::Runtime, round: usize) -> Round {
     let done = Arc::new(AtomicBool::new(false));
     let (busy2, done2) = (busy.clone(), done.clone());
     let b_task = rt.handle().spawn_on(round % 2, async move {
-        let p_i = current_p().expect("B runs on a P");
         let mut s = TcpStream::from_std(client).unwrap();
         // First poll: registers the stream with P_i's poller.
         s.write_all(b"ping").await.unwrap();
+        // Where B spins (after the await, in case it moved).
+        let p_i = current_p().expect("B runs on a P");
         let (busy3, done3) = (busy2.clone(), done2.clone());
         busy2.store(true, Ordering::SeqCst);
-        let reader = numa_rt::spawn(NotifyPending {
-            fut: Box::pin(async move {
-                let mut buf = [0u8; 4];
-                s.read_exact(&mut buf).await.unwrap();
-                let read_at = Instant::now();
-                let read_on = current_p().expect("R runs on a P");
-                assert_eq!(&buf, b"pong");
-                let still_busy = busy3.load(Ordering::SeqCst);
-                done3.store(true, Ordering::SeqCst);
-                (read_at, read_on, still_busy)
-            }),
-            on_pending: Some(move || {
-                let _ = go_tx.send(current_p().expect("R runs on a P"));
-            }),
-        });
+        // R goes to the other node's queue, whose idle P runs it. (Spawned
+        // here, R would wait in P_i's `runnext` until a thief of the other
+        // node took it, and with retake off a missed steal would leave it
+        // there until B ends.)
+        let reader = numa_rt::numa::spawn_on(
+            (round + 1) % 2,
+            NotifyPending {
+                fut: Box::pin(async move {
+                    let mut buf = [0u8; 4];
+                    s.read_exact(&mut buf).await.unwrap();
+                    let read_at = Instant::now();
+                    let read_on = current_p().expect("R runs on a P");
+                    assert_eq!(&buf, b"pong");
+                    let still_busy = busy3.load(Ordering::SeqCst);
+                    done3.store(true, Ordering::SeqCst);
+                    (read_at, read_on, still_busy)
+                }),
+                on_pending: Some(move || {
+                    let _ = go_tx.send(current_p().expect("R runs on a P"));
+                }),
+            },
+        );
         // P_i's M is stuck here: no await, no driver poll.
         let start = Instant::now();
         while !done2.load(Ordering::SeqCst) && start.elapsed() < Duration::from_secs(30) {

@@ -38,6 +38,9 @@
 //! **The rules** (this file; the role lock of the node named first is held
 //! by the caller, the lending lock is taken inside, in that order only):
 //!
+//! - **At build time** ([`Lending::lend_all`]) every node is lent to its
+//!   nearest target: no M is parked yet, and an M that starts running
+//!   without parking first would never lend its node.
 //! - **Lending** ([`Lending::on_leave`]): a candidate M of node A that
 //!   leaves its park and leaves no candidate of A parked lends A to the
 //!   nearest target whose watcher is parked, or, if none is, to the
@@ -126,6 +129,20 @@ impl Lending {
             lent: (0..n).map(|_| AtomicUsize::new(NONE)).collect(),
             borrowed: (0..n).map(|_| AtomicUsize::new(0)).collect(),
             lock: Mutex::new(()),
+        }
+    }
+
+    /// At build time, before any M parks: no candidate of any node is
+    /// parked yet, so every node is lent to its nearest target (an M that
+    /// starts running without parking first never passes through
+    /// [`Lending::on_leave`]); each node's first parked watcher takes its
+    /// node back ([`Lending::on_park`]).
+    pub(super) fn lend_all(&self, ops: &impl LendOps) {
+        let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        for node in 0..self.targets.len() {
+            if self.active(node) {
+                self.retarget(node, ops);
+            }
         }
     }
 

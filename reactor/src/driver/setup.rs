@@ -35,6 +35,7 @@ use super::lend::{Lending, LEND_TARGETS};
 use super::stats::Stats;
 use super::timers::Timers;
 use super::watch::Role;
+use super::watch_ops::LendEpolls;
 use super::{
     monitor, notify, paused, Driver, EventsPerTick, IoPoller, NodeWatch, PState, Reactor, Shared,
     FDS_PER_PROC, LEND_IN_WATCH, TIMER_TOKEN, UNPARK_IN_WATCH, UNPARK_TAG, WATCH_TAG,
@@ -236,6 +237,8 @@ impl Reactor {
             paused: paused::Paused::default(),
             events,
         });
+        // No M is parked yet: every node starts lent (see `lend`).
+        shared.lending.lend_all(&LendEpolls(&shared));
         if movable {
             monitor.start(&shared)?;
         }
