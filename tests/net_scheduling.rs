@@ -263,10 +263,11 @@ fn root_tasks_spawned_by_block_on_are_dealt_over_the_ps() {
 ///
 /// Both P's are on one node: the node's watcher (the idle P's M) is what
 /// serves the busy P's poller. On a multi-node kernel the default runtime
-/// would put each P on its own node, where nobody else watches the busy P's
-/// poller and the reply waits for sysmon's retake (10 ms): readiness across
-/// nodes is not implemented (issue 45, item 3). So the runtime here is the
-/// largest real node alone (its CPUs, as a one-node topology).
+/// would put each P on its own node, where the busy node lends its pollers
+/// to the other node's watcher instead (issue 45, item 3): that case is
+/// `net_cross_node::readiness_on_a_busy_node_is_served_while_it_stays_busy`.
+/// So the runtime here is the largest real node alone (its CPUs, as a
+/// one-node topology).
 #[test]
 fn readiness_is_handled_while_the_owning_p_is_busy() {
     let real = numa_rt_numa::Topology::discover().unwrap();

@@ -146,6 +146,14 @@ pub struct ProcMetrics {
     /// of its park for a whole monitor tick (a long run of tasks), so its
     /// poller went back into the watch, where a parked M sees its events.
     pub watch_releases: u64,
+    /// Times this P's M, leaving its park with no other M of its node
+    /// parked, lent its node's pollers to the nearest node whose watcher is
+    /// parked, or moved a lend on ("Readiness across nodes" in
+    /// docs/architecture.md). Always 0 with one node.
+    pub watch_lends: u64,
+    /// Of `helps`, drains of another node's poller (a node lent to this
+    /// P's): the woken tasks moved to this P's node.
+    pub remote_helps: u64,
     /// Root tasks (spawned right after an accept) sent to this P round-robin.
     pub root_tasks_received: u64,
     /// Times this P went back to the M that lent it away in `block_in_place`.
@@ -446,6 +454,8 @@ impl RuntimeMetrics {
             watch_hostings: driver.watch_hostings,
             watch_unhostings: driver.watch_unhostings,
             watch_releases: driver.watch_releases,
+            watch_lends: driver.watch_lends,
+            remote_helps: driver.remote_helps,
             root_tasks_received: m.root_tasks_received.get(),
             handbacks: m.handbacks.get(),
             retakes: m.retakes.get(),

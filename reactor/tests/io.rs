@@ -497,8 +497,11 @@ fn two_threads_two_drivers_echo() {
     assert_eq!(reactor.registered_sources(), 0);
 }
 
-/// P's of different nodes do not help each other: driver 1 (node 1) never
-/// sees readiness on driver 0's poller (node 0).
+/// P's of different nodes do not help each other while each node has a
+/// parked watcher: with P 0's M parked (node 0 watches itself, nothing of
+/// it is lent), driver 1 (node 1) never drains driver 0's poller; P 0's own
+/// M handles its event. (With no M of node 0 parked, node 0 is lent:
+/// `a_busy_node_is_watched_by_the_nearest_parked_watcher`.)
 #[test]
 fn helping_stays_within_a_node() {
     let reactor = numa_rt_reactor::Reactor::with_nodes(&[0, 1]).unwrap();
@@ -513,20 +516,36 @@ fn helping_stays_within_a_node() {
     assert!(Pin::new(&mut a)
         .poll_read(&mut Context::from_waker(&waker), &mut buf)
         .is_pending());
+    let count0 = count.clone();
+    let p0 = std::thread::spawn(move || {
+        for _ in 0..100 {
+            if count0.0.load(Ordering::SeqCst) > 0 {
+                break;
+            }
+            d0.park(Some(Duration::from_secs(1)));
+        }
+        d0
+    });
+    // Until P 0's M parks and takes its node back (it starts lent: no M
+    // was parked when the reactor was built).
+    let start = std::time::Instant::now();
+    while reactor.lent_to(0).is_some() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "P 0 never parked"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // P 1's M parks too, as node 1's watcher, and P 0's source gets ready.
     b.write_all(b"hi").unwrap();
     d1.park(Some(Duration::from_millis(20)));
+    drop(p0.join().unwrap());
+    assert_eq!(count.0.load(Ordering::SeqCst), 1, "the owner handles it");
     assert_eq!(
-        count.0.load(Ordering::SeqCst),
+        reactor.driver_stats(1).remote_helps,
         0,
         "another node's M does not help"
     );
-    for _ in 0..100 {
-        if count.0.load(Ordering::SeqCst) > 0 {
-            break;
-        }
-        d0.park(Some(Duration::from_secs(1)));
-    }
-    assert_eq!(count.0.load(Ordering::SeqCst), 1, "the owner handles it");
 }
 
 /// The scenario: P 0's M is busy (inside a long poll, never parking)
@@ -895,4 +914,100 @@ fn a_single_p_hosts_the_watch() {
     }
     assert_eq!(reactor.driver_stats(0).watch_hostings, 1);
     own_timer_and_unpark_reach(&mut d0);
+}
+
+/// Readiness across nodes (docs/architecture.md, "Readiness across nodes"):
+/// two nodes of one P each. P 0's M leaves its park (unparked for work)
+/// with no other M of node 0 parked, so node 0 is lent to node 1; P 1's M,
+/// parked as node 1's watcher, is woken by an event on P 0's poller and
+/// drains that poller itself (the waker fires on P 1's thread). When P 0's
+/// M parks again it takes its node back. (No monitor thread here: no node
+/// has two P's, so nobody else drains P 0's poller.)
+#[test]
+fn a_busy_node_is_watched_by_the_nearest_parked_watcher() {
+    let reactor = numa_rt_reactor::Reactor::with_nodes(&[0, 1]).unwrap();
+    let mut d0 = reactor.driver(0);
+    let mut d1 = reactor.driver(1);
+    let _g = context::enter(&reactor);
+    context::set_current_p(Some(0));
+    let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+    let mut a = UnixStream::from_std(a).unwrap();
+    let (count, waker) = count_waker();
+    let mut buf = [0u8; 8];
+    assert!(Pin::new(&mut a)
+        .poll_read(&mut Context::from_waker(&waker), &mut buf)
+        .is_pending());
+    // P 1's M parks (node 1's watcher) and P 0's M is unparked for work.
+    d1.park(Some(Duration::from_millis(1)));
+    d0.unparker().unpark();
+    d0.park(None);
+    assert_eq!(reactor.lent_to(0), Some(1), "node 0 has no parked M");
+    // (P 1's first park may have drained P 0's poller already: the node
+    // starts lent, and a new source's first readiness is an event.)
+    let helps_before = reactor.driver_stats(1).remote_helps;
+    let fired_on = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let fired_on2 = fired_on.clone();
+    let count2 = count.clone();
+    let p1 = std::thread::spawn(move || {
+        // P 1's M parks as node 1's watcher (its own node's lend, made as
+        // it left the park above, is given back here).
+        for _ in 0..10 {
+            d1.park(Some(Duration::from_secs(1)));
+            if count2.0.load(Ordering::SeqCst) > 0 {
+                *fired_on2.lock().unwrap() = Some(std::thread::current().id());
+                break;
+            }
+        }
+        d1
+    });
+    b.write_all(b"x").unwrap();
+    let d1 = p1.join().unwrap();
+    assert_eq!(count.0.load(Ordering::SeqCst), 1, "P 0's event was missed");
+    assert!(fired_on.lock().unwrap().is_some());
+    let st = reactor.driver_stats(1);
+    assert_eq!(
+        st.remote_helps,
+        helps_before + 1,
+        "P 1 drained P 0's poller: {st:?}"
+    );
+    // P 1's M left its park in turn: node 1 is lent to node 0 (whose M is
+    // not parked either: the nearest, whose next watcher sees it).
+    assert_eq!(reactor.lent_to(1), Some(0));
+    // P 0's M parks again: node 0 watches itself while it is parked.
+    let unpark0 = d0.unparker();
+    let p0 = std::thread::spawn(move || {
+        d0.park(Some(Duration::from_secs(10)));
+        d0
+    });
+    let start = std::time::Instant::now();
+    while reactor.lent_to(0).is_some() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "node 0's parked M did not take its node back"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    unpark0.unpark();
+    drop(p0.join().unwrap());
+    assert!(reactor.driver_stats(0).watch_lends >= 1);
+    drop(d1);
+}
+
+/// One node: nothing is ever lent (no lend epoll exists, and a park or a
+/// leave takes no lending step), however its M's park and leave.
+#[test]
+fn one_node_never_lends() {
+    let (reactor, mut d, _g) = setup(2);
+    for _ in 0..3 {
+        for d in d.iter_mut() {
+            d.unparker().unpark();
+            d.park(None);
+            d.park(Some(Duration::from_millis(1)));
+        }
+    }
+    assert_eq!(reactor.lent_to(0), None);
+    for p in 0..2 {
+        assert_eq!(reactor.driver_stats(p).watch_lends, 0);
+        assert_eq!(reactor.driver_stats(p).remote_helps, 0);
+    }
 }

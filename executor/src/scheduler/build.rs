@@ -38,8 +38,22 @@ impl Shared {
         }
         let nprocs = node_of_p.len();
         let nnodes = topology.nodes().len();
-        // Idle P's help (drain the pollers of) busy P's of their own node only.
-        let reactor = Reactor::with_nodes_and_events(&node_of_p, config.io_events)?;
+        // Other nodes nearest first, by the distance table (remote stealing,
+        // and the reactor's lending of a busy node's pollers).
+        let remote_orders: Vec<Vec<usize>> = (0..nnodes)
+            .map(|n| {
+                let dist = topology.nodes()[n].distances().to_vec();
+                let mut remote_order: Vec<usize> = (0..nnodes).filter(|&k| k != n).collect();
+                remote_order.sort_by_key(|&k| dist.get(k).copied().unwrap_or(u32::MAX));
+                remote_order
+            })
+            .collect();
+        // Idle P's help (drain the pollers of) busy P's of their own node;
+        // a node whose M's are all busy lends its pollers to the nearest
+        // node whose watcher is parked (docs/architecture.md, "Readiness
+        // across nodes").
+        let reactor =
+            Reactor::with_nodes_events_and_order(&node_of_p, config.io_events, &remote_orders)?;
         let mut cores = Vec::with_capacity(nprocs);
         let mut procs = Vec::with_capacity(nprocs);
         for (i, &node) in node_of_p.iter().enumerate() {
@@ -52,9 +66,7 @@ impl Shared {
             .map(|n| {
                 let start = node_of_p.iter().position(|&k| k == n).unwrap_or(nprocs);
                 let len = node_of_p.iter().filter(|&&k| k == n).count();
-                let dist = topology.nodes()[n].distances().to_vec();
-                let mut remote_order: Vec<usize> = (0..nnodes).filter(|&k| k != n).collect();
-                remote_order.sort_by_key(|&k| dist.get(k).copied().unwrap_or(u32::MAX));
+                let remote_order = remote_orders[n].clone();
                 let served_by = if len > 0 {
                     n
                 } else {

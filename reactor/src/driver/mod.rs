@@ -18,6 +18,9 @@
 //!   due timers — and helping another P's poller;
 //! - [`watch`]: the watcher role's rules and their loom models;
 //!   [`watch_ops`]: the epoll operations the role makes (arming, hosting);
+//!   [`lend`]: lending a node whose M's are all busy to the nearest node
+//!   whose watcher is parked (readiness across NUMA nodes), and its loom
+//!   models;
 //! - [`monitor`]: the monitor thread (the role's rescue, sysmon's network
 //!   poll, the executor's [`SysmonHook`]);
 //! - [`notify`]: the unpark flag in front of each eventfd, and its loom model;
@@ -32,6 +35,7 @@
 
 mod dispatch;
 pub(crate) mod io;
+mod lend;
 mod monitor;
 mod notify;
 mod park;
@@ -72,6 +76,9 @@ const WATCH_TAG: u64 = u64::MAX - 1;
 /// In the watch epoll, the tag of P `p`'s unpark eventfd is `UNPARK_IN_WATCH
 /// | p` (switched on for the watcher's P only); a P's io poller is tagged `p`.
 const UNPARK_IN_WATCH: u64 = 1 << 62;
+/// In a watch epoll, the tag of node `n`'s lend epoll is `LEND_IN_WATCH |
+/// n` (switched on while node `n` is lent to this node, see [`lend`]).
+const LEND_IN_WATCH: u64 = 1 << 61;
 /// Descriptors each P's driver holds: its io poller (mio's epoll) and the
 /// registry's duplicate of it, the timerfd, the park epoll and the unpark
 /// eventfd. Each node adds its watch epoll.
@@ -112,6 +119,8 @@ pub(crate) struct Shared {
     pub(crate) ps: Box<[PState]>,
     /// One watch per NUMA node (indexed by node; nodes without P's included).
     nodes: Box<[NodeWatch]>,
+    /// Which node is lent to which (see [`lend`]).
+    lending: lend::Lending,
     /// Round-robin cursor for registrations made outside a worker.
     next_p: AtomicUsize,
     shutdown: AtomicBool,
@@ -164,6 +173,10 @@ pub(crate) struct PState {
 /// A node's watch epoll and its watcher role (see [`watch`]).
 struct NodeWatch {
     epoll: OwnedFd,
+    /// The node's lend epoll: its io pollers but the hosting one, nested
+    /// (switched off) in the watch epolls of its nearest other nodes; `None`
+    /// on a one-node runtime (see [`lend`]).
+    lend: Option<OwnedFd>,
     role: Role,
     /// The node's P count (sizes the watcher's event buffer).
     procs: usize,
@@ -180,6 +193,10 @@ pub struct Driver {
     watch_tags: Vec<u64>,
     /// The hosting holder's buffer for its own poller's events.
     io_buf: Vec<libc::epoll_event>,
+    /// The watcher's buffers for reading which pollers of a node lent to
+    /// its own are ready (see [`lend`]).
+    lend_buf: Vec<libc::epoll_event>,
+    lend_tags: Vec<u64>,
     /// How strongly this M's recent wake-ups as the holder were for its
     /// own P's poller alone (up one per such wake-up, down two per wake-up
     /// that drained another P's): decides hosting ([`park::HOST_AT`]).

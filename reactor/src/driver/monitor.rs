@@ -23,8 +23,9 @@
 //!   connection passed back and forth between two M's);
 //! - the **network poll**, at each tick ([`poll_unwatched`], Go's sysmon
 //!   `netpoll(0)`): every P's io poller that nobody has drained for 10 ms
-//!   while no parked watcher watches its node is polled without blocking,
-//!   and what it finds is fired here;
+//!   while no parked watcher watches its node (its own, or one its node is
+//!   lent to: `super::lend`) is polled without blocking, and what it finds
+//!   is fired here;
 //! - the executor's round ([`SysmonHook::tick`]): stall reports, retake,
 //!   schedtrace, the deadlock diagnostic;
 //! - the **deep sleep**: when every M of the runtime is parked and none woke
@@ -40,8 +41,9 @@
 
 use super::dispatch::{help, Help};
 use super::io::Wakeups;
-use super::watch_ops::Ops;
-use super::{NodeWatch, Reactor, Shared, UNPARK_IN_WATCH};
+use super::lend::LendOps;
+use super::watch_ops::{LendEpolls, Ops};
+use super::{NodeWatch, Reactor, Shared, LEND_IN_WATCH, UNPARK_IN_WATCH};
 use crate::sys;
 use std::sync::atomic::{
     AtomicBool,
@@ -377,7 +379,11 @@ impl Ready {
         }
         self.tags.iter().any(|&t| {
             let p = t as usize;
-            t & UNPARK_IN_WATCH == 0 && before.get(p).is_none_or(|b| now.get(p) == Some(b))
+            // A lend epoll (another node's pollers, lent to this one) is
+            // left out too: its own node's M's drain those, and the monitor
+            // polls them if nobody does (`poll_unwatched`).
+            t & (UNPARK_IN_WATCH | LEND_IN_WATCH) == 0
+                && before.get(p).is_none_or(|b| now.get(p) == Some(b))
         })
     }
 }
@@ -413,10 +419,16 @@ fn poll_unwatched(sh: &Shared, polled: &mut Vec<(u64, Instant)>, now: Instant) -
         // extra drain, or delays this one by a tick).
         // A poller hosting the watch is seen by its own M only (Relaxed: a
         // hint, as above).
-        let watched = sh.nodes[p.node]
-            .role
-            .watcher()
-            .is_some_and(|h| sh.ps[h].parked.load(SeqCst) && (h == i || !p.hosted.load(Relaxed)));
+        // So is a poller of a node lent to a node whose watcher is parked
+        // (see `lend`; a hosting poller is not in the lend epoll).
+        let watched =
+            sh.nodes[p.node].role.watcher().is_some_and(|h| {
+                sh.ps[h].parked.load(SeqCst) && (h == i || !p.hosted.load(Relaxed))
+            }) || (!p.hosted.load(Relaxed)
+                && sh
+                    .lending
+                    .lent_to(p.node)
+                    .is_some_and(|t| LendEpolls(sh).watched(t)));
         if watched {
             continue;
         }

@@ -10,8 +10,9 @@
 //! by [`super::watch`], by the monitor and by paused time's auto-advance),
 //! taking or keeping the watcher role, choosing what to block on (the own
 //! poller when it hosts the watch, the watch epoll when it holds the role,
-//! else the park epoll), acting on what woke it, firing the wakers on the
-//! calling thread, and the hosting score ([`HOST_AT`]).
+//! else the park epoll), acting on what woke it (a ready poller of its own
+//! node, or of a node lent to it: [`super::lend`]), firing the wakers on
+//! the calling thread, and the hosting score ([`HOST_AT`]).
 
 use std::sync::atomic::Ordering;
 use std::sync::TryLockError;
@@ -19,7 +20,10 @@ use std::time::{Duration, Instant};
 
 use super::dispatch::{help, Help};
 use super::watch_ops::Ops;
-use super::{paused, Driver, NodeWatch, PState, Unparker, UNPARK_IN_WATCH, UNPARK_TAG, WATCH_TAG};
+use super::{
+    paused, Driver, NodeWatch, PState, Unparker, LEND_IN_WATCH, UNPARK_IN_WATCH, UNPARK_TAG,
+    WATCH_TAG,
+};
 use crate::sys;
 
 pub(super) use crate::tuning::{HOST_AT, HOST_SCORE_MAX};
@@ -224,6 +228,37 @@ impl Driver {
                 self.on_tag(t, watch, round);
             }
             self.watch_tags = tags;
+        } else if tag & UNPARK_IN_WATCH == 0 && tag & LEND_IN_WATCH != 0 {
+            // A node lent to this one (all its M's busy, see `lend`): look
+            // which of its pollers are ready, as through the own watch, and
+            // help them; the woken tasks run here, on this node.
+            let node = (tag & !LEND_IN_WATCH) as usize;
+            let Some(lend) = self.shared.nodes.get(node).and_then(|n| n.lend.as_ref()) else {
+                return;
+            };
+            let want = self.shared.nodes[node].procs.max(1);
+            if self.lend_buf.len() < want {
+                self.lend_buf
+                    .resize(want, libc::epoll_event { events: 0, u64: 0 });
+            }
+            let waited = sys::epoll_wait(
+                lend,
+                &mut self.lend_buf,
+                Some(Duration::ZERO),
+                &mut self.lend_tags,
+            );
+            debug_assert!(waited.is_ok(), "epoll_wait(lend): {waited:?}");
+            if self.lend_tags.is_empty() {
+                // Drained by its own M since the watch reported it: look
+                // again (level-triggered, the watch then blocks).
+                round.contended = true;
+            }
+            let tags = std::mem::take(&mut self.lend_tags);
+            for &p in &tags {
+                // Only io pollers (P indexes) are in a lend epoll.
+                self.help_p(p as usize, round);
+            }
+            self.lend_tags = tags;
         } else if tag & UNPARK_IN_WATCH != 0 {
             // Another P's eventfd, switched on in the watch until a moment
             // ago (the role moved under the lock since): its own M takes it.
@@ -231,23 +266,31 @@ impl Driver {
             // than spin on it.
             round.contended = true;
         } else {
-            let p = tag as usize;
-            match help(
-                &self.shared.ps[p],
-                &mut self.wakeups,
-                &mut self.timer_wakers,
-            ) {
-                Help::Drained => {
-                    if p != self.index {
-                        me.stats.helps.fetch_add(1, Ordering::Relaxed);
-                        round.foreign = true;
-                    } else {
-                        round.own = true;
+            self.help_p(tag as usize, round);
+        }
+    }
+
+    /// Drains P `p`'s io poller (its own, or one of its node's or of a node
+    /// lent to it), collecting the wakers to fire on this thread.
+    fn help_p(&mut self, p: usize, round: &mut Round) {
+        let me = &self.shared.ps[self.index];
+        let Some(other) = self.shared.ps.get(p) else {
+            return;
+        };
+        match help(other, &mut self.wakeups, &mut self.timer_wakers) {
+            Help::Drained => {
+                if p != self.index {
+                    me.stats.helps.fetch_add(1, Ordering::Relaxed);
+                    if other.node != me.node {
+                        me.stats.remote_helps.fetch_add(1, Ordering::Relaxed);
                     }
-                    round.progressed = true;
+                    round.foreign = true;
+                } else {
+                    round.own = true;
                 }
-                Help::Busy => round.contended = true,
+                round.progressed = true;
             }
+            Help::Busy => round.contended = true,
         }
     }
 

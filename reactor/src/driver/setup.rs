@@ -13,6 +13,12 @@
 //! holds at most two entries and a watch epoll at most two per P of its
 //! node, so building the drivers is linear in the P count.
 //!
+//! On a runtime with several nodes, each node also gets a *lend epoll*
+//! holding its io pollers, added switched off to the watch epolls of its
+//! nearest other nodes ([`super::lend`]): a chain of four epolls at most
+//! (a park epoll or hosting poller → a watch → a lend epoll → an io
+//! poller), the kernel's limit, and no cycle.
+//!
 //! Also here: the reactor's small API (which P a new source goes to,
 //! whether it is shut down) and [`Reactor::shutdown`].
 //!
@@ -25,12 +31,14 @@ use std::sync::{Arc, Mutex};
 use mio::{Interest, Poll};
 
 use super::io::{self, Slab, Wakeups};
+use super::lend::{Lending, LEND_TARGETS};
 use super::stats::Stats;
 use super::timers::Timers;
 use super::watch::Role;
+use super::watch_ops::LendEpolls;
 use super::{
     monitor, notify, paused, Driver, EventsPerTick, IoPoller, NodeWatch, PState, Reactor, Shared,
-    FDS_PER_PROC, TIMER_TOKEN, UNPARK_IN_WATCH, UNPARK_TAG, WATCH_TAG,
+    FDS_PER_PROC, LEND_IN_WATCH, TIMER_TOKEN, UNPARK_IN_WATCH, UNPARK_TAG, WATCH_TAG,
 };
 use crate::clock::Clock;
 use crate::sys;
@@ -44,7 +52,8 @@ impl Reactor {
     /// Builds one driver per entry of `node_of_p` (the NUMA node of each P).
     /// The watcher of a node helps busy P's of that node only.
     ///
-    /// Each P takes [`FDS_PER_PROC`] descriptors and each node one. An error
+    /// Each P takes [`FDS_PER_PROC`] descriptors and each node one (two on
+    /// a runtime of several nodes: its watch and lend epolls). An error
     /// from the OS names the limit that caused it: `RLIMIT_NOFILE` (with the
     /// number of descriptors needed), the system-wide `fs.file-max`, or
     /// `fs.epoll.max_user_watches`.
@@ -58,19 +67,41 @@ impl Reactor {
         node_of_p: &[usize],
         events: EventsPerTick,
     ) -> std::io::Result<Reactor> {
+        let nnodes = node_of_p.iter().max().map_or(1, |&m| m + 1);
+        // Without a distance table: nearer by index.
+        let order: Vec<Vec<usize>> = (0..nnodes)
+            .map(|n| {
+                let mut o: Vec<usize> = (0..nnodes).filter(|&k| k != n).collect();
+                o.sort_by_key(|&k| k.abs_diff(n));
+                o
+            })
+            .collect();
+        Reactor::with_nodes_events_and_order(node_of_p, events, &order)
+    }
+
+    /// [`Reactor::with_nodes_and_events`], with each node's other nodes
+    /// nearest first (`remote_order[n]`, by the distance table): a node
+    /// whose M's are all busy lends its pollers to the nearest node whose
+    /// watcher is parked (see the driver's `lend`).
+    pub fn with_nodes_events_and_order(
+        node_of_p: &[usize],
+        events: EventsPerTick,
+        remote_order: &[Vec<usize>],
+    ) -> std::io::Result<Reactor> {
         assert!(!node_of_p.is_empty(), "a reactor needs at least one P");
         assert!(
             events.waiting > 0 && events.busy > 0,
             "a look at a poller takes at least one event"
         );
         let nnodes = node_of_p.iter().max().map_or(1, |&m| m + 1);
-        Reactor::build(node_of_p, nnodes, events).map_err(|e| {
+        Reactor::build(node_of_p, nnodes, events, remote_order).map_err(|e| {
             let procs = node_of_p.len();
-            let need = procs * FDS_PER_PROC + nnodes;
+            let per_node = if nnodes > 1 { 2 } else { 1 };
+            let need = procs * FDS_PER_PROC + nnodes * per_node;
             let limit = match e.raw_os_error() {
                 Some(libc::EMFILE) => format!(
                     "the process's descriptor limit: {procs} processors need {need} file \
-                     descriptors ({FDS_PER_PROC} per processor, 1 per node) besides those already \
+                     descriptors ({FDS_PER_PROC} per processor, {per_node} per node) besides those already \
                      open, and RLIMIT_NOFILE allows {}; raise it (ulimit -n) or lower max_procs",
                     sys::nofile_limit().map_or("no more".to_owned(), |l| l.to_string())
                 ),
@@ -101,17 +132,49 @@ impl Reactor {
         node_of_p: &[usize],
         nnodes: usize,
         events: EventsPerTick,
+        remote_order: &[Vec<usize>],
     ) -> std::io::Result<Reactor> {
+        let has_procs = |n: usize| node_of_p.contains(&n);
+        // Per node with P's: the nearest other nodes with P's that can watch
+        // it (see `lend`); none on a one-node runtime.
+        let targets: Vec<Vec<usize>> = (0..nnodes)
+            .map(|n| {
+                if !has_procs(n) {
+                    return Vec::new();
+                }
+                let order = remote_order.get(n).map_or(&[][..], |o| &o[..]);
+                order
+                    .iter()
+                    .copied()
+                    .filter(|&k| k != n && k < nnodes && has_procs(k))
+                    .take(LEND_TARGETS)
+                    .collect()
+            })
+            .collect();
         let mut nodes = Vec::with_capacity(nnodes);
-        for n in 0..nnodes {
+        for (n, targets) in targets.iter().enumerate() {
             let procs: Vec<usize> = (0..node_of_p.len())
                 .filter(|&i| node_of_p[i] == n)
                 .collect();
             nodes.push(NodeWatch {
                 epoll: sys::epoll_create()?,
+                lend: match targets.is_empty() {
+                    true => None,
+                    false => Some(sys::epoll_create()?),
+                },
                 procs: procs.len(),
                 role: Role::new(&procs),
             });
+        }
+        // Each lend epoll into its targets' watches, switched off.
+        for (n, targets) in targets.iter().enumerate() {
+            if let Some(lend) = &nodes[n].lend {
+                for &t in targets {
+                    let tag = LEND_IN_WATCH | n as u64;
+                    sys::epoll_add_level(&nodes[t].epoll, lend.as_raw_fd(), tag)?;
+                    sys::epoll_set_level(&nodes[t].epoll, lend.as_raw_fd(), tag, false)?;
+                }
+            }
         }
         let clock = Arc::new(Clock::new());
         let mut ps = Vec::with_capacity(node_of_p.len());
@@ -126,6 +189,9 @@ impl Reactor {
             )?;
             let watch = &nodes[node];
             sys::epoll_add_level(&watch.epoll, poll.as_raw_fd(), i as u64)?;
+            if let Some(lend) = &watch.lend {
+                sys::epoll_add_level(lend, poll.as_raw_fd(), i as u64)?;
+            }
             let park = sys::epoll_create()?;
             let unpark = sys::eventfd()?;
             sys::epoll_add_level(&park, unpark.as_raw_fd(), UNPARK_TAG)?;
@@ -163,6 +229,7 @@ impl Reactor {
         let shared = Arc::new(Shared {
             ps: ps.into_boxed_slice(),
             nodes: nodes.into_boxed_slice(),
+            lending: Lending::new(targets),
             next_p: AtomicUsize::new(0),
             shutdown: AtomicBool::new(false),
             monitor: monitor.clone(),
@@ -170,6 +237,8 @@ impl Reactor {
             paused: paused::Paused::default(),
             events,
         });
+        // No M is parked yet: every node starts lent (see `lend`).
+        shared.lending.lend_all(&LendEpolls(&shared));
         if movable {
             monitor.start(&shared)?;
         }
@@ -191,10 +260,13 @@ impl Reactor {
             index,
             buf: vec![empty; 3],
             tags: Vec::with_capacity(3),
-            // Every poller of the node and the watcher's own eventfd.
-            watch_buf: vec![empty; node_procs + 1],
+            // Every poller of the node, the watcher's own eventfd and the
+            // lend epolls of the nodes lent to it.
+            watch_buf: vec![empty; node_procs + 1 + self.shared.nodes.len()],
             watch_tags: Vec::with_capacity(node_procs),
             io_buf: vec![empty; self.shared.events.waiting],
+            lend_buf: Vec::new(),
+            lend_tags: Vec::new(),
             host_score: 0,
             wakeups: Wakeups::default(),
             timer_wakers: Vec::new(),

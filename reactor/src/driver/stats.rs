@@ -31,6 +31,13 @@ pub(super) struct Stats {
     /// Of those, the monitor's (its holder stayed out of its park a whole
     /// tick: `monitor`, the rescue).
     pub(super) releases: AtomicU64,
+    /// Times this P's M, leaving its park with no other M of its node
+    /// parked, lent its node's pollers to another node's watcher, or moved
+    /// a lend away from its own node (see `lend`).
+    pub(super) lends: AtomicU64,
+    /// Drains of another node's poller by this P's M as a watcher (of
+    /// `helps`).
+    pub(super) remote_helps: AtomicU64,
 }
 
 /// What one P's driver did since the reactor was built.
@@ -63,6 +70,14 @@ pub struct DriverStats {
     /// stayed out of its park for a whole monitor tick, so its poller went
     /// back into the watch where a parked M can see its events.
     pub watch_releases: u64,
+    /// Times this P's M, leaving its park while no other M of its node
+    /// stayed parked, lent its node's pollers to the nearest node whose
+    /// watcher is parked (or moved a lend on; see docs/architecture.md,
+    /// "Readiness across nodes"). Always 0 on a one-node runtime.
+    pub watch_lends: u64,
+    /// Of `helps`, drains of another node's poller (one lent to this P's
+    /// node): the woken tasks moved to this P's node.
+    pub remote_helps: u64,
 }
 
 impl PState {
@@ -89,12 +104,23 @@ impl Reactor {
             watch_hostings: st.hostings.load(Ordering::Relaxed),
             watch_unhostings: st.unhostings.load(Ordering::Relaxed),
             watch_releases: st.releases.load(Ordering::Relaxed),
+            watch_lends: st.lends.load(Ordering::Relaxed),
+            remote_helps: st.remote_helps.load(Ordering::Relaxed),
         }
     }
 
     /// The P whose M holds `node`'s watcher role now, if any.
     pub fn watcher(&self, node: usize) -> Option<usize> {
         self.shared.nodes.get(node).and_then(|w| w.role.watcher())
+    }
+
+    /// The node whose watcher also watches `node`'s pollers now, because
+    /// no M of `node` was left parked (see docs/architecture.md,
+    /// "Readiness across nodes"); `None` on a one-node runtime.
+    pub fn lent_to(&self, node: usize) -> Option<usize> {
+        (node < self.shared.nodes.len())
+            .then(|| self.shared.lending.lent_to(node))
+            .flatten()
     }
 
     /// Diagnostics: sources currently registered across all P's.

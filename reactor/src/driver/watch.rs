@@ -33,6 +33,13 @@
 //! leave, and parked *before* it takes the lock to park; the handing or
 //! taking side reads the parked flags *under* the lock. The loom models
 //! below check it.
+//!
+//! On a runtime with several nodes, the role's moments are also lending's
+//! ([`super::lend`]): an M that parks holding the role takes its node's
+//! watching back from another node ([`WatchOps::parks_holding`]), and a
+//! candidate that leaves its park reports whether any candidate of its
+//! node, and the holder, are still parked ([`WatchOps::left`]), so that a
+//! node with no parked M is lent to the nearest node whose watcher is.
 
 #[cfg(loom)]
 use loom::sync::Mutex;
@@ -59,6 +66,20 @@ pub(super) trait WatchOps {
     fn unhost(&self, p: usize) -> bool;
     /// Whether P `p`'s M is blocked (or about to block) in its park epoll.
     fn is_parked(&self, p: usize) -> bool;
+    /// Whether the node can be lent to another node (the runtime has
+    /// several; see `super::lend`). Without, a leave that keeps the role
+    /// takes no lock.
+    fn lends(&self) -> bool {
+        false
+    }
+    /// Under the role lock: P `p`'s M is about to block holding the role
+    /// (lending: its node watches itself again).
+    fn parks_holding(&self, _p: usize) {}
+    /// Under the role lock, when [`WatchOps::lends`]: P `p`'s M left its
+    /// park; `any_parked`: a candidate of the node is still parked;
+    /// `holder_parked`: the holder is (lending: lend the node, give it
+    /// back, or move what is lent to it).
+    fn left(&self, _p: usize, _any_parked: bool, _holder_parked: bool) {}
 }
 
 /// The watcher role of one node.
@@ -99,7 +120,7 @@ impl Role {
             return false;
         }
         let mut w = self.watcher.lock().unwrap_or_else(|e| e.into_inner());
-        match *w {
+        let direct = match *w {
             // Already the holder (kept it, or was handed it while parked and
             // so armed through its park epoll, which still works if this
             // fails).
@@ -117,18 +138,30 @@ impl Role {
                     false
                 }
             }
+        };
+        if *w == Some(me) {
+            ops.parks_holding(me);
         }
+        direct
     }
 
     /// Under the role lock: records the new holder (and its lock-free copy).
     fn set(&self, w: &mut Option<usize>, holder: Option<usize>) {
         *w = holder;
-        // Relaxed: the copy is a hint (see `holder_hint`); the lock orders
-        // everything the protocol relies on.
+        // SeqCst: `holder_now` (lending's look at another node's watcher,
+        // without this lock) reads it SeqCst, then the holder's parked
+        // flag; `holder_hint` reads it Relaxed, as a hint.
         self.hint.store(
             holder.unwrap_or(NO_HOLDER),
-            std::sync::atomic::Ordering::Relaxed,
+            std::sync::atomic::Ordering::SeqCst,
         );
+    }
+
+    /// The holder, without the lock, for another node's lending (see
+    /// `super::lend`): SeqCst, with the store in `set`.
+    pub(super) fn holder_now(&self) -> Option<usize> {
+        let h = self.hint.load(std::sync::atomic::Ordering::SeqCst);
+        (h != NO_HOLDER).then_some(h)
     }
 
     /// Whether P `p`'s M held the role a moment ago, without the lock. A
@@ -148,15 +181,26 @@ impl Role {
     /// all. (Leaving the role free instead cost four `epoll_ctl`s per unpark
     /// of a watcher, which at light load is most requests; figures in
     /// docs/notes/2026-11-26-reactor-measurements.md.) Returns whether it was handed on.
+    ///
+    /// On a runtime with several nodes ([`WatchOps::lends`]) it then tells
+    /// lending, under the lock, whether a candidate of the node and the
+    /// holder are still parked ([`WatchOps::left`]).
     pub(super) fn on_leave(&self, me: usize, hand_off: bool, ops: &impl WatchOps) -> bool {
-        if !hand_off || !self.is_candidate(me) {
+        if !self.is_candidate(me) {
+            return false;
+        }
+        let lends = ops.lends();
+        if !hand_off && !lends {
             return false;
         }
         let mut w = self.watcher.lock().unwrap_or_else(|e| e.into_inner());
-        if *w != Some(me) {
-            return false;
+        let moved = hand_off && *w == Some(me) && self.move_to_parked(&mut w, me, ops);
+        if lends {
+            let any_parked = self.candidates.iter().any(|&p| ops.is_parked(p));
+            let holder_parked = w.is_some_and(|h| ops.is_parked(h));
+            ops.left(me, any_parked, holder_parked);
         }
-        self.move_to_parked(&mut w, me, ops)
+        moved
     }
 
     /// Under the role lock: moves the role from `from` to the first parked

@@ -23,13 +23,20 @@
 //! global mutex, which is why hosting changes only when the score crosses
 //! its bounds or the role moves, and why the role itself moves by
 //! `EPOLL_CTL_MOD` only. docs/architecture.md, "Hosting", has the
-//! measurements.
+//! measurements. On a runtime with several nodes the hosting poller also
+//! leaves (and rejoins) its node's lend epoll ([`super::lend`]): one
+//! `epoll_ctl` more each way, so that no io poller inside an epoll holds
+//! an epoll and lending can make no loop.
+//!
+//! [`LendEpolls`] is lending's view of the same descriptors: switching a
+//! node's lend epoll on or off in another node's watch.
 
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 
+use super::lend::LendOps;
 use super::watch::WatchOps;
-use super::{NodeWatch, Shared, UNPARK_IN_WATCH, WATCH_IN_IO, WATCH_TAG};
+use super::{NodeWatch, Shared, LEND_IN_WATCH, UNPARK_IN_WATCH, WATCH_IN_IO, WATCH_TAG};
 use crate::sys;
 
 /// The role protocol's view of one node's P's (see [`WatchOps`]).
@@ -71,6 +78,15 @@ impl Ops<'_> {
         let ps = &self.shared.ps[p];
         let watch = self.watch.epoll.as_raw_fd();
         sys::epoll_unnest(watch, ps.io_fd)?;
+        // Out of the lend epoll too: an io poller inside an epoll never
+        // holds one, so lending makes no loop (see `lend`).
+        let lend = self.watch.lend.as_ref().map(|l| l.as_raw_fd());
+        if let Some(lend) = lend {
+            if let Err(e) = sys::epoll_unnest(lend, ps.io_fd) {
+                self.rejoin(p);
+                return Err(e);
+            }
+        }
         if let Err(e) = sys::epoll_nest(ps.io_fd, watch, WATCH_IN_IO) {
             self.rejoin(p);
             return Err(e);
@@ -81,9 +97,21 @@ impl Ops<'_> {
         Ok(())
     }
 
-    /// Puts P `p`'s io poller back into the watch (it no longer holds it).
+    /// Puts P `p`'s io poller back into the watch and the lend epoll (it
+    /// no longer holds the watch).
     fn rejoin(&self, p: usize) -> bool {
         let ps = &self.shared.ps[p];
+        if let Some(lend) = &self.watch.lend {
+            match sys::epoll_nest(lend.as_raw_fd(), ps.io_fd, p as u64) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
+                // Only ENOMEM/ENOSPC: another node's watcher cannot see this
+                // poller while its node is lent; its own node's can.
+                Err(e) => eprintln!(
+                    "numa_rt: P{p}'s io poller could not rejoin its node's lend epoll ({e})"
+                ),
+            }
+        }
         match sys::epoll_nest(self.watch.epoll.as_raw_fd(), ps.io_fd, p as u64) {
             Ok(()) => true,
             Err(e) if e.raw_os_error() == Some(libc::EEXIST) => true,
@@ -161,12 +189,17 @@ impl WatchOps for Ops<'_> {
             }
         }
         if self.rejoin(p) {
+            // Relaxed: under the role lock (see `PState::hosted`).
             ps.hosted.store(false, Ordering::Relaxed);
             ps.stats.unhostings.fetch_add(1, Ordering::Relaxed);
             true
         } else {
             // Keep hosting rather than leave the poller in neither; `hosted`
-            // stays set, so the next unhost tries again.
+            // stays set, so the next unhost tries again. Out of the lend
+            // epoll first, if it got in: a hosting poller is in no epoll.
+            if let Some(lend) = &self.watch.lend {
+                let _ = sys::epoll_unnest(lend.as_raw_fd(), ps.io_fd);
+            }
             let _ = sys::epoll_nest(ps.io_fd, watch, WATCH_IN_IO);
             false
         }
@@ -175,5 +208,58 @@ impl WatchOps for Ops<'_> {
         // SeqCst pairs with the stores around the owner's epoll_wait; read
         // under the role lock (see `watch`).
         self.shared.ps[p].parked.load(Ordering::SeqCst)
+    }
+    fn lends(&self) -> bool {
+        self.watch.lend.is_some()
+    }
+    fn parks_holding(&self, p: usize) {
+        let node = self.shared.ps[p].node;
+        self.shared.lending.on_park(node, &LendEpolls(self.shared));
+    }
+    fn left(&self, p: usize, any_parked: bool, holder_parked: bool) {
+        let node = self.shared.ps[p].node;
+        let lends = LendEpolls(self.shared);
+        if self
+            .shared
+            .lending
+            .on_leave(node, any_parked, holder_parked, &lends)
+        {
+            self.shared.ps[p]
+                .stats
+                .lends
+                .fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Lending's view of the real descriptors (see [`super::lend`]).
+pub(super) struct LendEpolls<'a>(pub(super) &'a Shared);
+
+impl LendOps for LendEpolls<'_> {
+    fn switch(&self, node: usize, to: usize, on: bool) -> std::io::Result<()> {
+        let nodes = &self.0.nodes;
+        let Some(lend) = &nodes[node].lend else {
+            return Err(std::io::ErrorKind::Unsupported.into());
+        };
+        let r = sys::epoll_set_level(
+            &nodes[to].epoll,
+            lend.as_raw_fd(),
+            LEND_IN_WATCH | node as u64,
+            on,
+        );
+        debug_assert!(
+            r.is_ok(),
+            "switching node {node}'s lend in node {to}: {r:?}"
+        );
+        r
+    }
+    fn watched(&self, n: usize) -> bool {
+        // SeqCst (both): the lender's side of the pair with a leaving
+        // watcher, which clears its parked flag and then reads `borrowed`
+        // (see `lend`); the holder is published SeqCst under the role lock.
+        self.0.nodes[n]
+            .role
+            .holder_now()
+            .is_some_and(|h| self.0.ps[h].parked.load(Ordering::SeqCst))
     }
 }
