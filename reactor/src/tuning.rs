@@ -1,5 +1,5 @@
 //! Every tuning constant of the reactor, each with the reason for its
-//! value: 11 independent numbers, and two values written as formulas of
+//! value: 12 independent numbers, and two values written as formulas of
 //! them. Settings a user can change are `Builder` methods of the executor
 //! (`io_events_per_tick`, whose default is [`EVENTS_PER_TICK`](crate::EVENTS_PER_TICK)),
 //! not here; sizes that are not tuning (the timer wheel's levels and slots,
@@ -65,6 +65,14 @@ pub(crate) const HOST_SCORE_MAX: u8 = 2 * HOST_AT;
 /// watch epoll's waiters, so the count is bounded; more than enough for the
 /// role to find a parked M whenever the node has idle P's to speak of.
 pub(crate) const CANDIDATES: usize = 8;
+
+/// How many of a node's nearest other nodes can watch it while all its M's
+/// run (`driver/lend.rs`): its lend epoll sits, switched off until lent, in
+/// their watch epolls. The kernel counts the paths from a socket to a top
+/// epoll (at most 50 of the deepest length) and each target multiplies them
+/// by `CANDIDATES`: 3 stays under the limit, and the nearest three nodes
+/// cover a 2–8 node machine's neighbours.
+pub(crate) const LEND_TARGETS: usize = 3;
 
 // ---- The monitor thread (`driver/monitor.rs`)
 

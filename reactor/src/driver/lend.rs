@@ -84,10 +84,7 @@ use std::sync::atomic::{fence, AtomicUsize, Ordering};
 #[cfg(not(loom))]
 use std::sync::Mutex;
 
-/// How many of a node's nearest other nodes can watch it: its lend epoll is
-/// in their watch epolls (switched off until lent). Bounded by the kernel's
-/// count of paths from a socket to a top-level epoll (see the module docs).
-pub(super) const LEND_TARGETS: usize = 3;
+pub(super) use crate::tuning::LEND_TARGETS;
 
 /// Not lent (`Lending::lent`).
 const NONE: usize = usize::MAX;
