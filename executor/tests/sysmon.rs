@@ -381,6 +381,23 @@ fn sysmon_polls_a_poller_nobody_watches() {
     assert!(saw, "nobody polled the stuck P's timer");
 }
 
+/// One P on a paused clock with retake after 10 ms and no stall reports;
+/// `None` (and a SKIPPED line naming `test`) where retake is unavailable.
+fn paused_with_retake(test: &str) -> Option<numa_rt_executor::Runtime> {
+    let rt = Builder::new()
+        .max_procs(1)
+        .start_paused(true)
+        .retake_threshold(Some(Duration::from_millis(10)))
+        .stall_threshold(None)
+        .build()
+        .unwrap();
+    if let Some(why) = rt.metrics().retake_unavailable() {
+        eprintln!("sysmon::{test}: SKIPPED: retake is off ({why})");
+        return None;
+    }
+    Some(rt)
+}
+
 /// A poll whose P sysmon retook goes on without a P: the P it left is idle
 /// with empty queues, yet the poll may still wake anything, so a paused
 /// clock must not auto-advance while it runs (as while a `block_in_place`
@@ -395,17 +412,9 @@ fn sysmon_polls_a_poller_nobody_watches() {
 fn a_retaken_poll_holds_the_paused_clock() {
     use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
     use std::sync::Arc;
-    let rt = Builder::new()
-        .max_procs(1)
-        .start_paused(true)
-        .retake_threshold(Some(Duration::from_millis(10)))
-        .stall_threshold(None)
-        .build()
-        .unwrap();
-    if let Some(why) = rt.metrics().retake_unavailable() {
-        eprintln!("sysmon::a_retaken_poll_holds_the_paused_clock: SKIPPED: retake is off ({why})");
+    let Some(rt) = paused_with_retake("a_retaken_poll_holds_the_paused_clock") else {
         return;
-    }
+    };
     let (tx, rx) = oneshot::channel::<()>();
     let armed = Arc::new(AtomicBool::new(false));
     let timed_out = Arc::new(AtomicBool::new(false));
@@ -453,17 +462,9 @@ fn a_retaken_poll_holds_the_paused_clock() {
 /// and the clock jump past a ready reply).
 #[test]
 fn a_paused_timer_is_not_due_by_real_time() {
-    let rt = Builder::new()
-        .max_procs(1)
-        .start_paused(true)
-        .retake_threshold(Some(Duration::from_millis(10)))
-        .stall_threshold(None)
-        .build()
-        .unwrap();
-    if let Some(why) = rt.metrics().retake_unavailable() {
-        eprintln!("sysmon::a_paused_timer_is_not_due_by_real_time: SKIPPED: retake is off ({why})");
+    let Some(rt) = paused_with_retake("a_paused_timer_is_not_due_by_real_time") else {
         return;
-    }
+    };
     rt.block_on(async {
         let sleeper = spawn(numa_rt_reactor::time::sleep(Duration::from_millis(50)));
         let blocker = spawn(async {
