@@ -6,38 +6,17 @@
 //! Nothing sleeps to synchronise and no duration is asserted: ordering comes
 //! from flags set by the tasks themselves, and every wait is bounded.
 
-use std::future::Future;
+mod support;
+use support::{NotifyPending, GUARD};
+
 use std::io::{Read, Write};
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use futures::io::{AsyncReadExt, AsyncWriteExt};
 use numa_rt::net::{TcpListener, TcpStream};
 use numa_rt_reactor::context::current_p;
-
-const GUARD: Duration = Duration::from_secs(60);
-
-/// Calls `on_pending` the first time the wrapped future returns `Pending`.
-struct NotifyPending<F, N: FnOnce()> {
-    fut: Pin<Box<F>>,
-    on_pending: Option<N>,
-}
-
-impl<F: Future, N: FnOnce() + Unpin> Future for NotifyPending<F, N> {
-    type Output = F::Output;
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let r = self.fut.as_mut().poll(cx);
-        if r.is_pending() {
-            if let Some(n) = self.on_pending.take() {
-                n();
-            }
-        }
-        r
-    }
-}
 
 /// An accept loop that spawns one task per connection on a 2-P runtime: the
 /// connection tasks are root tasks, handed round-robin to the P's other than

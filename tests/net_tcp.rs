@@ -7,48 +7,17 @@
 //! test body runs under a generous `timeout` so a lost wake-up fails instead
 //! of hanging.
 
-use std::future::Future;
+mod support;
+use support::{notify_pending, GUARD};
+
 use std::io::{ErrorKind, Read};
 use std::net::Shutdown;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
-use std::time::Duration;
 
 use futures::io::{AsyncReadExt, AsyncWriteExt};
 use numa_rt::net::{TcpListener, TcpStream};
 use numa_rt::time::timeout;
-
-/// Fails the test (instead of hanging it) if a lost wake-up stalls it.
-const GUARD: Duration = Duration::from_secs(60);
-
-/// Wraps a future and calls `on_pending` the first time it returns `Pending`:
-/// "the task is now waiting", without sleeping to find out.
-struct NotifyPending<F, N: FnOnce()> {
-    fut: Pin<Box<F>>,
-    on_pending: Option<N>,
-}
-
-impl<F: Future, N: FnOnce() + Unpin> Future for NotifyPending<F, N> {
-    type Output = F::Output;
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let r = self.fut.as_mut().poll(cx);
-        if r.is_pending() {
-            if let Some(n) = self.on_pending.take() {
-                n();
-            }
-        }
-        r
-    }
-}
-
-fn notify_pending<F: Future, N: FnOnce() + Unpin>(fut: F, on_pending: N) -> NotifyPending<F, N> {
-    NotifyPending {
-        fut: Box::pin(fut),
-        on_pending: Some(on_pending),
-    }
-}
 
 /// Sets SO_LINGER to 0 so that closing the socket sends a RST.
 fn set_linger_zero(fd: std::os::fd::RawFd) {

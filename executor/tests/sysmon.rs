@@ -421,6 +421,9 @@ fn a_retaken_poll_holds_the_paused_clock() {
     let (a2, t2) = (armed.clone(), timed_out.clone());
     let got = rt.block_on(async move {
         // Runs first (FIFO from the node queue): its timer goes to P0.
+        // SeqCst throughout: each flag is a one-way signal between the two
+        // tasks (the store pairs with the other task's load); nothing else
+        // is published through them.
         let waiter = spawn(async move {
             a2.store(true, SeqCst);
             let r = numa_rt_reactor::time::timeout(Duration::from_secs(1), rx).await;
