@@ -469,7 +469,19 @@ fn a_paused_timer_is_not_due_by_real_time() {
         return;
     };
     rt.block_on(async {
-        let sleeper = spawn(numa_rt_reactor::time::sleep(Duration::from_millis(50)));
+        // The sleeper's timer is registered (its first poll has run) before
+        // the blocker is spawned: the timer must be P0's only other work.
+        // Spawned back to back, the sleeper could still sit in P0's ring
+        // behind the blocker on a slow machine (the 2-node guest, once),
+        // and that queued task is work a retake rightly serves.
+        let (registered_tx, registered_rx) = oneshot::channel();
+        let sleeper = spawn(async move {
+            let mut sleep = std::pin::pin!(numa_rt_reactor::time::sleep(Duration::from_millis(50)));
+            assert!(futures::poll!(sleep.as_mut()).is_pending());
+            registered_tx.send(()).unwrap();
+            sleep.await
+        });
+        registered_rx.await.unwrap();
         let blocker = spawn(async {
             let t0 = std::time::Instant::now();
             // Holds P0 (a poll that blocks its thread is the subject here).
