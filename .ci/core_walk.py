@@ -18,7 +18,7 @@ times that sequence moves into a file it had already been in and left
 (every return from a call into another file is one), and, of those, the
 moves made by a call rather than a return.
 
-    python3 .ci/core_walk.py [-v]
+    python3 .ci/core_walk.py [-v] [--value]
     CORE_WALK_SRC=<another tree>/executor/src python3 .ci/core_walk.py
 """
 
@@ -30,6 +30,10 @@ ROOT = os.environ.get("CORE_WALK_SRC") or os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "executor", "src"
 )
 VERBOSE = "-v" in sys.argv
+# --value: follow the `Core` value only (a call on `core` itself, or one
+# that takes `core` whole as an argument), not calls on its fields
+# (`core.queue.pop()`, `policy.owner_next(core.policy_mut(), ..)`).
+VALUE = "--value" in sys.argv
 
 RECEIVER_TYPES = {
     "core": "Core",
@@ -133,8 +137,12 @@ def resolve(recv, name, own_type):
 SCALARS = ("index", "node", "tick", "clock_ms", "busy_polls", "last_event_tick")
 
 
-def carries_core(recv, args):
+def carries_core(recv, args, own_type):
     r = recv.replace(" ", "")
+    if VALUE:
+        if r == "core." or (r == "self." and own_type == "Core"):
+            return True
+        return re.search(r"(^|[(,&*\s])(mut\s+)?core\s*(,|$)", args.strip()) is not None
     if r.startswith("core.") and r.split(".")[1] not in SCALARS:
         return True
     for m in re.finditer(r"\bcore\b(\s*\.\s*(\w+))?", args):
@@ -164,7 +172,7 @@ def main():
             if name in ("if", "while", "match", "for", "Some", "Ok", "Err", "loop", "return"):
                 continue
             args = args_of(body, m.end() - 1)
-            if not carries_core(recv, args):
+            if not carries_core(recv, args, key[0]):
                 continue
             callee = resolve(recv, name, key[0])
             if callee is None:

@@ -6,6 +6,13 @@
 //! the owner's end of the queue, the driver (poller and timers), tick
 //! counters and the random source for stealing. Handing a P to another M
 //! (block_in_place, shutdown) is moving its `Box<Core>`.
+//!
+//! `Core`'s methods live beside their only users, so that following the
+//! core through the run loop stays in the loop's files: the busy stretch
+//! and `drain_local` in `worker/mod.rs`, the victim order's `rand` in
+//! `worker/thief.rs`, the park re-check's `has_local_work` in
+//! `worker/park.rs`. Here: the task-in-poll address, whose `unsafe`
+//! reader's contract needs the field private.
 
 use super::inject::Inject;
 use super::machine::Machine;
@@ -135,9 +142,11 @@ pub(crate) struct Core {
     /// then only hands its work to the node and runs its M's pinned tasks.
     pub(crate) retired: bool,
     /// The placement policy's owner-only state (the batch queue, the
-    /// poll's wake edges): placement's type, handed to the policy with the
-    /// ring ([`Core::policy_and_ring`]), never read here.
-    policy_core: PolicyCore,
+    /// poll's wake edges): placement's type, its fields private to
+    /// `placement/`; the mechanism only hands it to the policy's verbs
+    /// (beside the ring where an answer may move tasks) and asks it
+    /// [`PolicyCore::has_work`] and [`PolicyCore::drain`].
+    pub(crate) policy_state: PolicyCore,
     /// The `TaskMeta` address of the task in a poll on this core (0: none
     /// yet), for the schedule function to name the waker of a wake edge
     /// ([`Core::polling`]). An address so that `Core` stays `Send`.
@@ -145,39 +154,6 @@ pub(crate) struct Core {
 }
 
 impl Core {
-    /// Whether this P has queued work of its own: ring, `runnext` or the
-    /// policy's batch queue.
-    #[inline]
-    pub(crate) fn has_local_work(&self) -> bool {
-        !self.queue.is_empty() || self.policy_core.has_work()
-    }
-
-    /// Every queued task of this P (ring, `runnext`, batch queue).
-    pub(crate) fn drain_local(&mut self, p: &Processor) -> Vec<Runnable> {
-        let mut out = self.queue.drain();
-        out.extend(self.policy_core.drain(p.policy()));
-        out
-    }
-
-    /// The policy's owner-only state, with the ring (a policy answer may
-    /// hand tasks to the ring, or swap one into `runnext`).
-    #[inline]
-    pub(crate) fn policy_and_ring(&mut self) -> (&mut PolicyCore, &mut queue::Local<Runnable>) {
-        (&mut self.policy_core, &mut self.queue)
-    }
-
-    /// The policy's owner-only state.
-    #[inline]
-    pub(crate) fn policy(&self) -> &PolicyCore {
-        &self.policy_core
-    }
-
-    /// The policy's owner-only state, to hand to a verb.
-    #[inline]
-    pub(crate) fn policy_mut(&mut self) -> &mut PolicyCore {
-        &mut self.policy_core
-    }
-
     /// Notes `meta` as the task whose poll on this core begins now.
     #[inline]
     pub(crate) fn set_polling(&mut self, meta: &TaskMeta) {
@@ -251,7 +227,7 @@ impl Processor {
             busy_polls: 0,
             clock_ms: 0,
             retired: false,
-            policy_core: PolicyCore::new(),
+            policy_state: PolicyCore::new(),
             polling: 0,
         });
         (p, core)
@@ -352,53 +328,6 @@ impl Processor {
     pub(crate) fn set_running(&self, running: bool) {
         // Relaxed: a hint for thieves, never a correctness condition.
         self.running.store(running, Relaxed);
-    }
-}
-
-impl Core {
-    /// Starts a busy stretch now unless one is open (a P handed over by
-    /// `block_in_place` stays busy across the hand-over).
-    #[inline]
-    pub(crate) fn begin_busy(&mut self, counters: &ProcCounters) {
-        if self.busy_since.is_none() {
-            let now = Instant::now();
-            self.busy_since = Some(now);
-            let ns = crate::task::epoch_ns(now);
-            self.clock_ms = crate::task::ms_of_epoch_ns(ns);
-            self.busy_polls = 0;
-            counters.open_busy(ns);
-        }
-    }
-
-    /// Adds the open busy stretch to `counters`; keeps measuring from now if
-    /// `cont`, else closes it (the P goes idle).
-    pub(crate) fn flush_busy(&mut self, counters: &ProcCounters, cont: bool) {
-        let Some(since) = self.busy_since else { return };
-        let now = Instant::now();
-        let ns = now.saturating_duration_since(since).as_nanos();
-        counters.record_busy(ns.min(u64::MAX as u128) as u64, self.busy_polls);
-        if counters.unbroken_busy.load(Relaxed) != cont {
-            counters.unbroken_busy.store(cont, Relaxed);
-        }
-        self.busy_polls = 0;
-        self.busy_since = cont.then_some(now);
-        if cont {
-            let ns = crate::task::epoch_ns(now);
-            self.clock_ms = crate::task::ms_of_epoch_ns(ns);
-            counters.open_busy(ns);
-        } else {
-            counters.close_busy();
-        }
-    }
-
-    /// A random number in `0..n` (n > 0).
-    pub(crate) fn rand(&mut self, n: usize) -> usize {
-        let mut x = self.rng;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.rng = x;
-        ((x >> 32) as usize * n) >> 32
     }
 }
 

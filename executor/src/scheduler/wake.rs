@@ -74,7 +74,7 @@ impl Shared {
                     None
                 };
                 let clock_ms = core.clock_ms;
-                let (st, queue) = core.policy_and_ring();
+                let (st, queue) = (&mut core.policy_state, &mut core.queue);
                 let woken = placement::Woken {
                     task,
                     st,
@@ -260,7 +260,7 @@ impl Shared {
     pub(crate) fn shareable(&self, core: &Core, next: usize) -> bool {
         let p = &self.procs[core.index];
         self.policy
-            .worth_waking(core.policy(), p.policy(), core.queue.len(), next)
+            .worth_waking(&core.policy_state, p.policy(), core.queue.len(), next)
     }
 
     /// Whether any queue a parking M could take from holds work.

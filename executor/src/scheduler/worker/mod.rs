@@ -26,6 +26,7 @@ use super::machine::Machine;
 use super::placement::{Next, Poll, Turn};
 use super::processor::{Core, Processor};
 use super::{BoxCore, Shared};
+use crate::counters::ProcCounters;
 use crate::task::Runnable;
 use crate::tuning::{MAX_LIFO_POLLS, QUIET_POLLS};
 use numa_rt_reactor::coop;
@@ -133,7 +134,7 @@ impl Worker {
             let h = &self.shared.procs[h];
             h.in_task.load(Relaxed).then(|| h.policy())
         };
-        let st = core.policy_mut();
+        let st = &mut core.policy_state;
         match self
             .shared
             .policy
@@ -196,7 +197,7 @@ impl Worker {
         let busy = || self.shared.busy_time();
         self.shared
             .policy
-            .end_poll(core.policy(), p.policy(), bits, busy);
+            .end_poll(&core.policy_state, p.policy(), bits, busy);
         Some(core)
     }
 
@@ -308,7 +309,7 @@ impl Worker {
         let idle_p = shared.idle.node_npidle_hint(core.node) != 0;
         let node = core.node;
         let inject = &shared.nodes[node].inject;
-        let (st, queue) = core.policy_and_ring();
+        let (st, queue) = (&mut core.policy_state, &mut core.queue);
         if let Next::Split(tasks) = shared
             .policy
             .owner_next(st, p.policy(), Turn::Tick { idle_p })
@@ -335,11 +336,11 @@ impl Worker {
             }
         }
         let policy = &self.shared.policy;
-        if core.policy().has_work() {
+        if core.policy_state.has_work() {
             let node = core.node;
             let inject = &self.shared.nodes[node].inject;
             let ring_empty = core.queue.ring_is_empty();
-            let (st, queue) = core.policy_and_ring();
+            let (st, queue) = (&mut core.policy_state, &mut core.queue);
             let run = match policy.owner_next(st, p.policy(), Turn::Pick { ring_empty }) {
                 Next::Run(t) => Some(t),
                 Next::Split(tasks) => {
@@ -364,13 +365,13 @@ impl Worker {
                 m.runnext_polls.incr();
             } else {
                 core.lifo_polls = 0;
-                policy.owner_next(core.policy_mut(), p.policy(), Turn::RingRan);
+                policy.owner_next(&mut core.policy_state, p.policy(), Turn::RingRan);
                 core.tick = core.tick.wrapping_add(1);
             }
             return Some(t);
         }
         core.lifo_polls = 0;
-        policy.owner_next(core.policy_mut(), p.policy(), Turn::RingDry);
+        policy.owner_next(&mut core.policy_state, p.policy(), Turn::RingDry);
         None
     }
 
@@ -526,5 +527,52 @@ impl Worker {
             self.shared.wake_idle_p_hint(core.node);
         }
         core
+    }
+}
+
+/// The owner's bookkeeping of a P's busy stretches and queues, kept beside
+/// the loop that is their only writer (`Core` is defined in
+/// `processor.rs` with the P it belongs to).
+impl Core {
+    /// Every queued task of this P (ring, `runnext`, batch queue).
+    pub(crate) fn drain_local(&mut self, p: &Processor) -> Vec<Runnable> {
+        let mut out = self.queue.drain();
+        out.extend(self.policy_state.drain(p.policy()));
+        out
+    }
+
+    /// Starts a busy stretch now unless one is open (a P handed over by
+    /// `block_in_place` stays busy across the hand-over).
+    #[inline]
+    pub(crate) fn begin_busy(&mut self, counters: &ProcCounters) {
+        if self.busy_since.is_none() {
+            let now = Instant::now();
+            self.busy_since = Some(now);
+            let ns = crate::task::epoch_ns(now);
+            self.clock_ms = crate::task::ms_of_epoch_ns(ns);
+            self.busy_polls = 0;
+            counters.open_busy(ns);
+        }
+    }
+
+    /// Adds the open busy stretch to `counters`; keeps measuring from now if
+    /// `cont`, else closes it (the P goes idle).
+    pub(crate) fn flush_busy(&mut self, counters: &ProcCounters, cont: bool) {
+        let Some(since) = self.busy_since else { return };
+        let now = Instant::now();
+        let ns = now.saturating_duration_since(since).as_nanos();
+        counters.record_busy(ns.min(u64::MAX as u128) as u64, self.busy_polls);
+        if counters.unbroken_busy.load(Relaxed) != cont {
+            counters.unbroken_busy.store(cont, Relaxed);
+        }
+        self.busy_polls = 0;
+        self.busy_since = cont.then_some(now);
+        if cont {
+            let ns = crate::task::epoch_ns(now);
+            self.clock_ms = crate::task::ms_of_epoch_ns(ns);
+            counters.open_busy(ns);
+        } else {
+            counters.close_busy();
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! Step 7, parking: the M gives its P back or parks in the P's driver.
 
 use super::Worker;
+use crate::scheduler::processor::Core;
 use crate::scheduler::BoxCore;
 use std::sync::atomic::{fence, Ordering::*};
 use std::sync::Arc;
@@ -105,5 +106,14 @@ impl Worker {
         shared.procs[core.index].metrics.handbacks.incr();
         m.give(core);
         Ok(())
+    }
+}
+
+impl Core {
+    /// Whether this P has queued work of its own: ring, `runnext` or the
+    /// policy's batch queue (the park re-check's last question).
+    #[inline]
+    fn has_local_work(&self) -> bool {
+        !self.queue.is_empty() || self.policy_state.has_work()
     }
 }

@@ -191,3 +191,16 @@ impl Worker {
         }
     }
 }
+
+/// The random victim order's source, used only here.
+impl Core {
+    /// A random number in `0..n` (n > 0).
+    pub(crate) fn rand(&mut self, n: usize) -> usize {
+        let mut x = self.rng;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng = x;
+        ((x >> 32) as usize * n) >> 32
+    }
+}
