@@ -179,7 +179,8 @@ pub struct ProcMetrics {
     /// Times sysmon found this P running polls of over 100 µs on average
     /// (or one poll running that long) while tasks waited in its run queue
     /// and a P was idle, and offered them to the idle P (see
-    /// docs/architecture.md, "Stealing").
+    /// docs/architecture.md, "Stealing"); also the times a task alone in
+    /// its `runnext` behind one long poll had an idle P woken for it.
     pub long_poll_offers: u64,
     /// Polls per bucket of the poll-time histogram (empty unless
     /// [`Builder::poll_time_histogram`](crate::Builder::poll_time_histogram)

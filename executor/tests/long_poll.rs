@@ -123,3 +123,70 @@ fn tasks_queued_behind_long_poll_offers_spread() {
         rounds * 16
     );
 }
+
+/// A task woken into `runnext` by a poll that then waits for it. Queuing
+/// it wakes nobody (a wake is worth a thread only for work beyond the task
+/// the owner runs next; tokio's LIFO slot is not stealable at all), and
+/// with retake off nothing else moved it: it waited for the poll to end
+/// (a spawn into `runnext` does wake a thief, but one that looked just
+/// before the task arrived left it there for 30 s once in the 2-node
+/// guest). Now sysmon's first round that finds the same poll still
+/// running past the offer's threshold wakes an idle P, whose steal takes
+/// `runnext` after Go's grace. Each round spins until the woken task has
+/// run (bounded: `HANG` fails the test).
+#[test]
+fn a_task_woken_into_runnext_behind_a_poll_that_waits_for_it_still_runs() {
+    woken_into_runnext_rounds(&rt());
+}
+
+/// The same with one P per node (two simulated nodes): the idle P woken is
+/// the other node's, and it steals across nodes (the node it steals from
+/// has nobody else to take the task).
+#[test]
+fn a_task_woken_into_runnext_on_a_busy_node_runs_on_the_other() {
+    let Some(t) =
+        common::two_node_topology("a_task_woken_into_runnext_on_a_busy_node_runs_on_the_other")
+    else {
+        return;
+    };
+    let rt = Builder::new()
+        .max_procs(2)
+        .topology(t)
+        .retake_threshold(None)
+        .stall_threshold(None)
+        .build()
+        .expect("runtime builds");
+    woken_into_runnext_rounds(&rt);
+}
+
+fn woken_into_runnext_rounds(rt: &Runtime) {
+    for round in 0..20 {
+        let ok = rt.block_on(rt.spawn(async move {
+            let started = Arc::new(AtomicUsize::new(0));
+            let (tx, rx) = futures::channel::oneshot::channel::<()>();
+            let (parked_tx, parked_rx) = futures::channel::oneshot::channel::<()>();
+            let woken = {
+                let started = started.clone();
+                spawn(async move {
+                    // Registers its waker, then says so.
+                    let mut rx = std::pin::pin!(rx);
+                    assert!(futures::poll!(rx.as_mut()).is_pending());
+                    parked_tx.send(()).unwrap();
+                    rx.await.unwrap();
+                    started.fetch_add(1, SeqCst);
+                })
+            };
+            parked_rx.await.unwrap();
+            // Wakes `woken` into this P's `runnext`, then waits for it in
+            // this same poll.
+            tx.send(()).unwrap();
+            let ok = wait_started(&started, 1);
+            woken.await.unwrap();
+            ok
+        }));
+        assert!(
+            ok.unwrap(),
+            "round {round}: a task woken into runnext behind a poll that waits for it never ran"
+        );
+    }
+}

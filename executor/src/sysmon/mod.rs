@@ -68,7 +68,10 @@
 //!   one poll with tasks queued, the next round comes within 250 µs. Thieves leave a
 //!   running P's short queue to it on the promise that it reaches the
 //!   tasks soon; a poll that does not end breaks it
-//!   (docs/architecture.md, "Stealing").
+//!   (docs/architecture.md, "Stealing"). A task alone in `runnext`
+//!   behind the same poll for two rounds at least 100 µs apart, beside an
+//!   idle P, gets an idle P woken once per poll (`offer_runnext`; every
+//!   placement): queuing it woke nobody.
 //! - **re-reads the CPU quota** about once a second when `max_procs` was
 //!   left to its default: P's above a shrunk quota retire (take no work)
 //!   until it grows back, never leaving fewer than 2
@@ -138,6 +141,9 @@ struct State {
     /// Per P: its poll count, busy time (ns) and the time at the last
     /// round, for the queue offer (`offer_queue`).
     rates: Vec<Option<(u64, u64, Instant)>>,
+    /// Per P: the poll during which its lone `runnext` task was last
+    /// offered to an idle P (`offer_runnext`; once per poll).
+    runnext_offered: Vec<u64>,
 }
 
 impl Sysmon {

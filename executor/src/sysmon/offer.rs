@@ -1,5 +1,6 @@
 //! The queue offer: a P whose polls run long has its queue offered to an idle P.
 
+use crate::scheduler::placement::Look;
 use crate::scheduler::Shared;
 use crate::tuning::OFFER_POLL;
 use std::time::Instant;
@@ -56,6 +57,37 @@ pub(super) fn offer_queue(shared: &Shared, i: usize) {
     if shared.steal_look(p, false).stealable() {
         shared.wake_idle_p(p.node);
     }
+}
+
+/// Whether P `p` holds a task alone in `runnext` that a thief may take
+/// (its ring empty; `Look::Runnext`: the policy does not keep it) while a
+/// P is idle: sysmon's backstop for a wake-up that did not come
+/// ([`offer_runnext`]).
+pub(super) fn runnext_stranded(
+    shared: &Shared,
+    p: &crate::scheduler::processor::Processor,
+) -> bool {
+    p.steal.has_runnext()
+        && p.steal.ring_is_empty()
+        && shared.idle.npidle() != 0
+        && matches!(shared.steal_look(p, false), Look::Runnext)
+}
+
+/// A P has been inside one poll for at least [`OFFER_POLL`] with a task
+/// alone in its `runnext` and a P idle ([`runnext_stranded`]): wake an
+/// idle P (of its node, or of the nearest one if its node has none), whose
+/// steal takes `runnext` after Go's grace. Queuing a task in `runnext`
+/// wakes nobody (a wake is worth a thread only for work beyond what the
+/// owner runs next; tokio's LIFO slot is not stealable at all), and a
+/// thief that was spinning then may have looked just before it arrived;
+/// without this, such a task waited for the poll to end (with retake off:
+/// once 30 s in the 2-node guest) or for retake. Go's `wakep` runs at
+/// every `runqput`; this runs once per long poll, in the monitor. Not the
+/// policy's: it holds with every placement rule off.
+pub(super) fn offer_runnext(shared: &Shared, i: usize) {
+    let p = &shared.procs[i];
+    p.metrics.long_poll_offers.incr_shared();
+    shared.wake_idle_p(p.node);
 }
 
 #[cfg(test)]

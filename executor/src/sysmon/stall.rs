@@ -1,10 +1,12 @@
 //! Stall judging and retake: the P's stuck inside one poll, reported and handed on.
 
-use super::offer::{long_poll, long_polls, may_offer, offer_queue};
+use super::offer::{
+    long_poll, long_polls, may_offer, offer_queue, offer_runnext, runnext_stranded,
+};
 use super::trace::dump;
 use super::State;
 use crate::scheduler::{lifecycle, Shared};
-use crate::tuning::{OFFER_ROUND, STARVED_RUN_SHARE, STARVE_WINDOW};
+use crate::tuning::{OFFER_POLL, OFFER_ROUND, STARVED_RUN_SHARE, STARVE_WINDOW};
 use numa_rt_numa::sys::SchedStatFile;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -229,6 +231,7 @@ pub(super) fn check_stalls(
     let mut soon = |d: Duration| due = Some(due.map_or(d, |x| x.min(d)));
     st.stalls.resize(shared.procs.len(), None);
     st.rates.resize(shared.procs.len(), None);
+    st.runnext_offered.resize(shared.procs.len(), 0);
     let now_ns = crate::task::epoch_ns(now);
     st.schedstats.resize_with(shared.procs.len(), || None);
     for (i, p) in shared.procs.iter().enumerate() {
@@ -251,6 +254,17 @@ pub(super) fn check_stalls(
                 None if last.is_some_and(|l| l.0 == polls) => soon(OFFER_ROUND),
                 None => {}
             }
+        }
+        // A task alone in `runnext` behind the same poll since the last
+        // round, at least `OFFER_POLL` ago: wake an idle P to take it.
+        if in_task
+            && st.runnext_offered[i] != polls
+            && last
+                .is_some_and(|l| l.0 == polls && now.saturating_duration_since(l.2) >= OFFER_POLL)
+            && runnext_stranded(shared, p)
+        {
+            st.runnext_offered[i] = polls;
+            offer_runnext(shared, i);
         }
         let slot = &mut st.stalls[i];
         match slot {
