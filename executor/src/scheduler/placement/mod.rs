@@ -36,15 +36,20 @@
 //! its M writes per poll), private fields of `Processor` that the mechanism
 //! reads only as the view [`PolicyP`] (`Processor::policy`); per core the
 //! owner-only [`PolicyCore`] (the batch queue, the poll's wake edges), a
-//! private field of `Core`. Their fields are this module's alone. The
+//! field of `Core` whose own fields are private here. Their fields are this module's alone. The
 //! policy holds no task reference: the mechanism hands it `&TaskMeta` for
 //! one question (the task to poll; a wake's waker, which the schedule
 //! function finds as `Core::polling`), and the task in a poll is named by
-//! its id. No `unsafe` in this module; none crosses the seam. With
-//! [`Placement::go`] every verb answers as Go would (`runnext`, the ring,
-//! steal half, poll here, nothing kept, nothing offered; only
-//! `spawn_near`, the program's own request, still places a task), and the
-//! mechanism's code is the same.
+//! its id. No `unsafe` in this module; none crosses the seam.
+//!
+//! [`Policy`] is one of two types behind the eight [`Verbs`]: with
+//! [`Placement::go`] the no-op type [`Go`] (`go.rs`), which answers every
+//! verb as Go would (`runnext`, the ring, steal half, poll here, nothing
+//! kept, nothing offered; only `spawn_near`, the program's own request,
+//! still places a task) and keeps no state; with any rule on, [`Rules`],
+//! which checks its rules at run time (with none on it answers as `Go`
+//! does, verb by verb: a test compares them). The mechanism calls the
+//! same verbs either way (`seam.rs` forwards with one `match`).
 //!
 //! The rules ([`Rule`]), each switchable on its own (`NUMA_RT_PLACEMENT`,
 //! [`Placement`]) so that each can be measured alone:
@@ -83,12 +88,16 @@
 //! (`benches/placement_rules.sh`).
 
 pub(crate) mod batch;
+mod go;
 pub(crate) mod hub_mode;
 mod route;
 mod rules;
+mod seam;
 mod state;
 
+pub(crate) use go::Go;
 pub use rules::{Placement, Rule, PLACEMENT_ENV};
+pub(crate) use seam::{Policy, Verbs};
 pub(crate) use state::{
     Arrival, Hints, Look, NewTask, Next, PolicyCore, PolicyP, Poll, Route, RunningBatch, Spawned,
     Turn, Victim, WakeTo, Woken,
@@ -101,9 +110,9 @@ use std::sync::atomic::Ordering::Relaxed;
 // The policy's tuning constants are in crate::tuning with the others.
 use crate::tuning::{MAX_BATCH_RUN, MIN_TASK_NS, RESERVE_NS};
 
-/// The placement policy of one runtime: its rules and the state of the
-/// batch rules (shared by every P).
-pub(crate) struct Policy {
+/// The placement rules of one runtime, checked at run time, and the state
+/// of the batch rules (shared by every P).
+pub(crate) struct Rules {
     rules: Placement,
     /// The batches with a hub (see `batch::Hubs`).
     hubs: batch::Hubs,
@@ -118,20 +127,22 @@ impl<F: Fn() -> u64> BusyTime for F {}
 
 // ---- the verbs: what the mechanism asks ---------------------------------
 
-impl Policy {
-    pub(crate) fn new(rules: Placement) -> Policy {
-        Policy {
+impl Rules {
+    pub(crate) fn new(rules: Placement) -> Rules {
+        Rules {
             rules,
             hubs: batch::Hubs::new(),
             hub_modes: hub_mode::HubModes::default(),
         }
     }
+}
 
+impl Verbs for Rules {
     /// (1) Where a task arriving goes: a [`NewTask`] (a root or a
     /// `spawn_near`) or a [`Woken`] task (and the task it displaces from
     /// `runnext`).
     #[inline]
-    pub(crate) fn route<A: Arrival>(&self, task: A) -> A::To {
+    fn route<A: Arrival>(&self, task: A) -> A::To {
         task.route(self)
     }
 
@@ -139,7 +150,7 @@ impl Policy {
     /// is asked to split it (`ask`: the thief will really steal, not just
     /// look: the steal; `false`: the park re-check, sysmon's offer).
     #[inline]
-    pub(crate) fn look(&self, v: Victim<'_>, ask: bool) -> Look {
+    fn look(&self, v: Victim<'_>, ask: bool) -> Look {
         if v.ring == 0 {
             let hints = v.p.hints;
             let batch_queue = hints.bq_len.load(Relaxed) != 0;
@@ -172,12 +183,7 @@ impl Policy {
     /// per `event_interval` ticks ([`Turn::Tick`]) a split for an idle P;
     /// and told when the ring ran a task or ran dry.
     #[inline]
-    pub(crate) fn owner_next<'a>(
-        &self,
-        st: &'a mut PolicyCore,
-        p: PolicyP<'_>,
-        turn: Turn,
-    ) -> Next<'a> {
+    fn owner_next<'a>(&self, st: &'a mut PolicyCore, p: PolicyP<'_>, turn: Turn) -> Next<'a> {
         match turn {
             Turn::Pick { ring_empty } => self.pick(st, p, ring_empty),
             Turn::Tick { idle_p } => self.on_tick(st, p, idle_p),
@@ -201,13 +207,7 @@ impl Policy {
     /// whether any work is queued: a P woken for owner-only work finds
     /// nothing.
     #[inline]
-    pub(crate) fn worth_waking(
-        &self,
-        st: &PolicyCore,
-        p: PolicyP<'_>,
-        queued: usize,
-        next: usize,
-    ) -> bool {
+    fn worth_waking(&self, st: &PolicyCore, p: PolicyP<'_>, queued: usize, next: usize) -> bool {
         st.has_work() || queued.saturating_sub(next) > self.reserve(true, p) as usize
     }
 
@@ -217,7 +217,7 @@ impl Policy {
     /// [`Poll::Home`] if the task goes back there ([`Rule::HubHome`]),
     /// else the poll begins here.
     #[inline]
-    pub(crate) fn begin_poll<'h>(
+    fn begin_poll<'h>(
         &self,
         st: &mut PolicyCore,
         p: PolicyP<'_>,
@@ -246,7 +246,7 @@ impl Policy {
     /// (`hub_mode`). One branch for polls that woke nobody or are in no
     /// batch; the task may be gone: it is named by its id.
     #[inline]
-    pub(crate) fn end_poll(&self, st: &PolicyCore, p: PolicyP<'_>, bits: u32, busy: impl BusyTime) {
+    fn end_poll(&self, st: &PolicyCore, p: PolicyP<'_>, bits: u32, busy: impl BusyTime) {
         if st.poll_wakes != 0 && bits != 0 && self.hub_modes.may_follow(bits, st.running) {
             self.note_poll_wakes(st, bits, p.m, busy);
         }
@@ -263,7 +263,7 @@ impl Policy {
     /// offered already); `None`: too soon to say. The reserve's safety
     /// valve: tasks reserved behind a poll that waits for them would
     /// otherwise wait for ever while a P idles.
-    pub(crate) fn long_poll(&self, p: PolicyP<'_>, polls: u64, long: Option<bool>) -> Option<bool> {
+    fn long_poll(&self, p: PolicyP<'_>, polls: u64, long: Option<bool>) -> Option<bool> {
         if !self.wants_offer(p.running) {
             return Some(false);
         }
@@ -275,14 +275,14 @@ impl Policy {
 
     /// (8) What the policy says about itself, for `RuntimeMetrics` (its
     /// rules), sysmon's idleness test, the schedtrace and the task dump.
-    pub(crate) fn describe(&self) -> Describe<'_> {
-        Describe { policy: self }
+    fn describe(&self) -> Describe<'_> {
+        Describe { policy: Some(self) }
     }
 }
 
 // ---- how the verbs are answered (question 1 in `route.rs`) ----------------
 
-impl Policy {
+impl Rules {
     #[inline]
     fn on(&self, r: Rule) -> bool {
         self.rules.has(r)
@@ -446,13 +446,14 @@ impl Policy {
 /// decay: the readers that depend on it take the clock (`now_ms`,
 /// `task::epoch_ms`), read once per trace or dump.
 pub(crate) struct Describe<'a> {
-    policy: &'a Policy,
+    /// `None`: [`Go`], which has no rules, no hubs and no batch queue.
+    policy: Option<&'a Rules>,
 }
 
 impl Describe<'_> {
     /// The rules in force.
     pub(crate) fn rules(&self) -> Placement {
-        self.policy.rules
+        self.policy.map_or(Placement::go(), |r| r.rules)
     }
 
     /// Whether a P's batch queue holds tasks (sysmon's idleness test).
@@ -474,7 +475,9 @@ impl Describe<'_> {
     /// How the schedtrace marks batch `b` at `now_ms`: nothing, or a hub's
     /// `(hub,<mode>)`.
     pub(crate) fn batch_label(&self, b: u16, now_ms: u32) -> &'static str {
-        let policy = self.policy;
+        let Some(policy) = self.policy else {
+            return "";
+        };
         if !policy.hubs.is_hub_id(b, now_ms) {
             return "";
         }

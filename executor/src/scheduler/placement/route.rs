@@ -5,10 +5,11 @@
 
 use super::state::BATCH_QUEUE_CAP;
 use super::{
-    at, batch, share_out, Arrival, BusyTime, NewTask, Policy, PolicyCore, PolicyP, Route, Rule,
+    at, batch, share_out, Arrival, BusyTime, NewTask, PolicyCore, PolicyP, Route, Rule, Rules,
     Spawned, WakeTo, Woken,
 };
 use crate::counters::ProcCounters;
+use crate::task::Anchor;
 use crate::task::{Runnable, TaskMeta};
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -23,10 +24,19 @@ impl<H: FnOnce() -> Option<usize>> Arrival for NewTask<'_, H> {
     ///   retired, or the anchor never ran. `spawn_near` is the program's
     ///   own request: it holds with every rule off.
     #[inline]
-    fn route(self, policy: &Policy) -> Route {
+    fn route(self, policy: &Rules) -> Route {
         policy.route_new(self.meta, self.how, self.active, self.here, || {
             self.next_root.fetch_add(1, Relaxed)
         })
+    }
+
+    /// Go: a root like a wake; a `spawn_near` still beside its anchor.
+    #[inline]
+    fn go(self) -> Route {
+        match self.how {
+            Spawned::Root => Route::Wake,
+            Spawned::Near(a) => near(self.meta, a, self.active, self.here),
+        }
     }
 }
 
@@ -41,7 +51,15 @@ where
     /// goes to `runnext`, and the task it displaces to the ring or, a
     /// member of a kept hub's batch, the batch queue.
     #[inline]
-    fn route(self, policy: &Policy) -> WakeTo {
+    fn go(self) -> WakeTo {
+        match (self.runnext)(self.task) {
+            None => WakeTo::Runnext,
+            Some(old) => WakeTo::Ring(old),
+        }
+    }
+
+    #[inline]
+    fn route(self, policy: &Rules) -> WakeTo {
         let Woken {
             task,
             st,
@@ -64,7 +82,20 @@ where
         }
     }
 }
-impl Policy {
+
+/// A `spawn_near`'s place, with every rule or none: the anchor's batch, and
+/// the inbox of the P that last polled the anchor, unless that is this P
+/// (then like a wake) or retired, or the anchor never ran.
+fn near(meta: &TaskMeta, a: Anchor, active: usize, here: impl FnOnce() -> Option<usize>) -> Route {
+    meta.set_batch(a.batch);
+    let here = here();
+    match a.last_p.filter(|&p| p < active) {
+        Some(p) if here != Some(p) => Route::Near(p),
+        _ => Route::Wake,
+    }
+}
+
+impl Rules {
     // ---- spawns ---------------------------------------------------------
 
     /// Where a new task that is a root or placed beside another goes
@@ -89,14 +120,7 @@ impl Policy {
                 })
             }
             Spawned::Root => Route::Wake,
-            Spawned::Near(a) => {
-                meta.set_batch(a.batch);
-                let here = here();
-                match a.last_p.filter(|&p| p < active) {
-                    Some(p) if here != Some(p) => Route::Near(p),
-                    _ => Route::Wake,
-                }
-            }
+            Spawned::Near(a) => near(meta, a, active, here),
         }
     }
 

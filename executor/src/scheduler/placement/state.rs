@@ -181,8 +181,10 @@ pub(crate) enum Route {
 pub(crate) trait Arrival {
     /// The answer.
     type To;
-    /// The policy's answer (`Policy::route` calls this).
-    fn route(self, policy: &super::Policy) -> Self::To;
+    /// The rules' answer (`Rules::route` calls this).
+    fn route(self, policy: &super::Rules) -> Self::To;
+    /// Go's answer (`Go::route` calls this).
+    fn go(self) -> Self::To;
 }
 
 /// A spawned task the policy places itself: a root or a `spawn_near`

@@ -49,18 +49,22 @@ fn a_running_p_reserves_a_short_ring_unless_it_shared_its_batch_out() {
     let mut st = PolicyCore::new();
     // A fresh P runs polls estimated at the floor (250 ns).
     let reserved = (RESERVE_NS / MIN_TASK_NS) as u32;
-    assert_eq!(policy.reserve(true, p), reserved);
+    assert_eq!(policy.rules().reserve(true, p), reserved);
     share_out(&hints);
     assert_eq!(
-        policy.reserve(true, p),
+        policy.rules().reserve(true, p),
         0,
         "split batch work is for thieves"
     );
     policy.owner_next(&mut st, p, Turn::RingDry);
-    assert_eq!(policy.reserve(true, p), reserved);
-    assert_eq!(policy.reserve(false, p), 0, "nobody runs the P");
+    assert_eq!(policy.rules().reserve(true, p), reserved);
+    assert_eq!(policy.rules().reserve(false, p), 0, "nobody runs the P");
     m.unbroken_busy.store(true, Relaxed);
-    assert_eq!(policy.reserve(true, p), 0, "a ring that never runs dry");
+    assert_eq!(
+        policy.rules().reserve(true, p),
+        0,
+        "a ring that never runs dry"
+    );
     m.unbroken_busy.store(false, Relaxed);
     // sysmon's mark lasts for the poll it names.
     m.polls.incr();
@@ -71,17 +75,23 @@ fn a_running_p_reserves_a_short_ring_unless_it_shared_its_batch_out() {
         Some(false),
         "offered once per poll"
     );
-    assert_eq!(policy.reserve(true, p), 0, "the poll runs long");
+    assert_eq!(policy.rules().reserve(true, p), 0, "the poll runs long");
     m.polls.incr();
     assert_eq!(
-        policy.reserve(true, p),
+        policy.rules().reserve(true, p),
         reserved,
         "the mark ends with its poll"
     );
     // Go placement reserves nothing, and sysmon never offers.
     let go = Policy::new(Placement::go());
     let (h, r) = (Hints::default(), RunningBatch::default());
-    assert_eq!(go.reserve(true, PolicyP::new(&h, &r, &m)), 0);
+    let one = Victim {
+        ring: 1,
+        runnext: false,
+        held: true,
+        p: PolicyP::new(&h, &r, &m),
+    };
+    assert_eq!(go.look(one, false), Look::Stealable { reserve: 0 });
     assert_eq!(
         go.long_poll(PolicyP::new(&h, &r, &m), 9, Some(true)),
         Some(false)
@@ -101,7 +111,7 @@ fn a_thief_is_woken_only_for_work_beyond_the_reserve() {
     let p = PolicyP::new(&hints, &running, &m);
     // Polls of ~10 µs: the M reaches two queued tasks within the reserve.
     m.record_busy(RESERVE_NS / 2, 1);
-    assert_eq!(policy.reserve(true, p), 2);
+    assert_eq!(policy.rules().reserve(true, p), 2);
     assert!(
         !policy.worth_waking(&owner, p, 3, 1),
         "two left, both reserved"
@@ -186,7 +196,7 @@ fn a_kept_batchs_runnext_is_kept_unless_the_poll_runs_long() {
         now_ms: || 1_000,
         busy: || 0,
     };
-    policy.hub_modes.claim(bits, 0x1000, || 0, &at);
+    policy.rules().hub_modes.claim(bits, 0x1000, || 0, &at);
     assert_eq!(
         look(0, true, false),
         Look::OwnerOnly,
@@ -267,12 +277,12 @@ fn a_displaced_member_goes_where_its_batch_is_run() {
     };
     assert!(hints.shared_out.load(Relaxed));
     // A kept hub's batch: the batch queue, which the owner runs next.
-    numa.hubs.mark(bits, 0);
+    numa.rules().hubs.mark(bits, 0);
     let at = At {
         now_ms: || 0,
         busy: || 0,
     };
-    numa.hub_modes.claim(bits, 0x1000, || 0, &at);
+    numa.rules().hub_modes.claim(bits, 0x1000, || 0, &at);
     assert!(matches!(wake(&numa, &mut st, t, true), WakeTo::Kept));
     assert_eq!(numa.describe().bq_len(p), 1);
     assert!(numa.describe().queued(p));
@@ -339,4 +349,157 @@ fn roots_go_round_robin_past_the_acceptor_and_near_tasks_to_their_anchor() {
         Route::Near(3),
         "asked for: every rule off too"
     );
+}
+
+/// The no-op type answers every verb exactly as the rules do with every
+/// rule off, over the states the mechanism can hand it (a fresh P's
+/// policy state: with no rule on, nothing ever writes it).
+#[test]
+fn go_answers_every_verb_as_the_rules_with_none_on() {
+    let go = Policy::new(Placement::go());
+    assert!(
+        matches!(go, Policy::Go(_)),
+        "go placement is the no-op type"
+    );
+    let off = Policy::Rules(Rules::new(Placement::go()));
+    let (hints, running, m) = (
+        Hints::default(),
+        RunningBatch::default(),
+        ProcCounters::new(None),
+    );
+    let p = PolicyP::new(&hints, &running, &m);
+    // (2) look.
+    for ring in [0, 1, 2, 7] {
+        for runnext in [false, true] {
+            for held in [false, true] {
+                for ask in [false, true] {
+                    let v = || Victim {
+                        ring,
+                        runnext,
+                        held,
+                        p,
+                    };
+                    assert_eq!(
+                        go.look(v(), ask),
+                        off.look(v(), ask),
+                        "look: ring {ring}, runnext {runnext}, held {held}, ask {ask}"
+                    );
+                }
+            }
+        }
+    }
+    // (4) worth_waking, even with a mean poll time that would reserve.
+    m.record_busy(RESERVE_NS / 4, 1);
+    let st = PolicyCore::new();
+    for queued in 0..5 {
+        for next in 0..3 {
+            assert_eq!(
+                go.worth_waking(&st, p, queued, next),
+                off.worth_waking(&st, p, queued, next),
+                "worth_waking({queued}, {next})"
+            );
+        }
+    }
+    // (3) owner_next.
+    let mut st = PolicyCore::new();
+    for turn in [
+        Turn::Pick { ring_empty: true },
+        Turn::Pick { ring_empty: false },
+        Turn::Tick { idle_p: true },
+        Turn::Tick { idle_p: false },
+        Turn::RingRan,
+        Turn::RingDry,
+    ] {
+        assert!(matches!(go.owner_next(&mut st, p, turn), Next::Ring));
+        assert!(matches!(off.owner_next(&mut st, p, turn), Next::Ring));
+    }
+    // (5, 6) a poll begins here, and neither writes the poll's state.
+    let (t, _h) = task();
+    t.metadata()
+        .set_batch(crate::task::batch_id_for(t.metadata().id));
+    let bits = t.metadata().batch_bits();
+    for home in [None, Some(1)] {
+        for policy in [&go, &off] {
+            let mut st = PolicyCore::new();
+            assert_eq!(
+                policy.begin_poll(&mut st, p, t.metadata(), bits, home, |_| Some(p)),
+                Poll::Here
+            );
+            assert_eq!((st.running, running.get()), (0, 0));
+            policy.end_poll(&st, p, bits, || 0);
+        }
+    }
+    assert_eq!(m.batch_hub_homes.get(), 0);
+    // (7) long_poll.
+    for long in [None, Some(false), Some(true)] {
+        assert_eq!(go.long_poll(p, 3, long), off.long_poll(p, 3, long));
+    }
+    // (8) describe.
+    let (dg, doff) = (go.describe(), off.describe());
+    assert_eq!(dg.rules(), doff.rules());
+    assert_eq!(dg.bq_len(p), doff.bq_len(p));
+    assert_eq!(dg.queued(p), doff.queued(p));
+    let b = (bits >> BATCH_SHIFT) as u16;
+    assert_eq!(dg.batch_label(b, 0), doff.batch_label(b, 0));
+    assert_eq!(
+        dg.task_batch(t.metadata(), 0),
+        doff.task_batch(t.metadata(), 0)
+    );
+    // (1) route: new tasks ...
+    let (n, _nh) = task();
+    let meta = n.metadata();
+    for here in [None, Some(0), Some(3)] {
+        for cursor in [0, 5, 6] {
+            let root = |policy: &Policy| {
+                policy.route(NewTask {
+                    meta,
+                    how: Spawned::Root,
+                    active: 4,
+                    here: || here,
+                    next_root: &AtomicUsize::new(cursor),
+                })
+            };
+            assert_eq!(root(&go), root(&off), "root, here {here:?}");
+        }
+        for last_p in [None, Some(0), Some(3), Some(5)] {
+            let batch = crate::task::batch_id_for(meta.id);
+            let near = |policy: &Policy| {
+                policy.route(NewTask {
+                    meta,
+                    how: Spawned::Near(Anchor { last_p, batch }),
+                    active: 4,
+                    here: || here,
+                    next_root: &AtomicUsize::new(0),
+                })
+            };
+            assert_eq!(near(&go), near(&off), "near {last_p:?}, here {here:?}");
+        }
+    }
+    // ... and woken ones, with a wake edge or none, displacing or not.
+    let (waker, _w) = task();
+    for edge in [false, true] {
+        for displaces in [false, true] {
+            let wake = |policy: &Policy| {
+                let (wakee, _) = task();
+                let mut old = displaces.then(|| task().0);
+                let mut st = PolicyCore::new();
+                match policy.route(Woken {
+                    task: wakee,
+                    st: &mut st,
+                    p,
+                    waker: edge.then(|| waker.metadata()),
+                    clock_ms: 0,
+                    busy: || 0,
+                    runnext: |_| old.take(),
+                }) {
+                    WakeTo::Runnext => "runnext",
+                    WakeTo::Ring(_) => "ring",
+                    WakeTo::Kept => "kept",
+                }
+            };
+            assert_eq!(wake(&go), wake(&off), "edge {edge}, displaces {displaces}");
+        }
+    }
+    assert!(waker.metadata().batch().is_none(), "nothing learnt");
+    assert!(!hints.shared_out.load(Relaxed) && hints.bq_len.load(Relaxed) == 0);
 }
