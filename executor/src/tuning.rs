@@ -20,6 +20,8 @@ use std::time::Duration;
 /// Consecutive `runnext` polls allowed before the ring gets a turn (tokio's
 /// figure). A task run from `runnext` inherits the tick (Go's inheritTime),
 /// so without this cap two tasks waking each other would starve the queue.
+/// Past the cap, with the ring empty, the ring's turn is a tick (for the
+/// node queue's 1-in-61 look) and the cap starts over.
 pub(crate) const MAX_LIFO_POLLS: u32 = 3;
 
 /// Passes over the victims when stealing (Go's `stealTries`).

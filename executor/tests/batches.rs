@@ -419,7 +419,10 @@ fn a_hub_with_cheap_members_is_held_kept_beside_an_idle_p() {
 #[test]
 fn a_hub_whose_members_work_is_spread() {
     let (keeps, spreads, _) = hub_until_decided(4, std::time::Duration::from_millis(1), false);
-    assert!(spreads > 0, "never decided to spread");
+    assert!(
+        spreads > 0,
+        "never decided to spread: keeps={keeps} spreads={spreads}"
+    );
     assert_eq!(keeps, 0, "1 ms of work per wake was kept");
 }
 

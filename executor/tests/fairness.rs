@@ -121,3 +121,62 @@ fn global_queue_is_polled_while_local_work_remains() {
         "the outside task waited until the local work gave up"
     );
 }
+
+/// A pair waking each other lives in `runnext` with the ring empty: past
+/// the `runnext` cap the loop takes `runnext` again, and those polls used
+/// to advance no scheduling tick, so the 1-in-61 look at the node queue
+/// never came and a task injected from outside waited until the pair gave
+/// up (seen in the 4-node guest: a retake had sent the third task of
+/// `ping_pong_through_runnext_does_not_starve_the_queue` to the node
+/// queue). The pair gives up after a large cap, so a failure is an
+/// assert, not a hang.
+#[test]
+fn the_node_queue_is_polled_while_a_runnext_pair_ping_pongs() {
+    const CAP: usize = 1_000_000;
+    let rt = Builder::new()
+        .max_procs(1)
+        .global_queue_interval(61)
+        .build()
+        .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let rounds = Arc::new(AtomicUsize::new(0));
+    let (s, r) = (stop.clone(), rounds.clone());
+    let pair = rt.spawn(async move {
+        let (mut a_tx, mut a_rx) = futures::channel::mpsc::channel::<()>(1);
+        let (mut b_tx, mut b_rx) = futures::channel::mpsc::channel::<()>(1);
+        use futures::{SinkExt, StreamExt};
+        let (s1, r1) = (s.clone(), r.clone());
+        let a = spawn(async move {
+            while !s1.load(Ordering::SeqCst) && r1.fetch_add(1, Ordering::SeqCst) < CAP {
+                b_tx.send(()).await.unwrap();
+                a_rx.next().await.unwrap();
+            }
+        });
+        let b = spawn(async move {
+            while let Some(()) = b_rx.next().await {
+                if a_tx.send(()).await.is_err() {
+                    break;
+                }
+            }
+        });
+        a.await.unwrap();
+        drop(b);
+    });
+    // Inject once the pair is running.
+    let deadline = std::time::Instant::now() + common::HANG;
+    while rounds.load(Ordering::SeqCst) < 1000 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the pair did not start"
+        );
+        std::thread::yield_now();
+    }
+    let s = stop.clone();
+    drop(rt.spawn(async move { s.store(true, Ordering::SeqCst) }));
+    rt.block_on(pair).unwrap();
+    let n = rounds.load(Ordering::SeqCst);
+    assert!(
+        n < CAP,
+        "the outside task waited until the pair gave up ({n} rounds)"
+    );
+}
