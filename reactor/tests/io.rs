@@ -371,7 +371,10 @@ fn idle_driver_fires_a_busy_drivers_timer() {
     let (reactor, mut d, _g) = setup(2);
     context::set_current_p(Some(0));
     let (count, waker) = count_waker();
-    let mut sleep = Box::pin(time::sleep(Duration::from_millis(20)));
+    // 200 ms, not less: a sleep first polled after its deadline is ready
+    // without a timer, and a TCG guest can hold a thread off its CPU for
+    // several milliseconds between two lines.
+    let mut sleep = Box::pin(time::sleep(Duration::from_millis(200)));
     assert!(sleep
         .as_mut()
         .poll(&mut Context::from_waker(&waker))
@@ -775,11 +778,18 @@ fn own_event_round(
 /// park (the calling thread holds P 0).
 fn own_timer_and_unpark_reach(d0: &mut numa_rt_reactor::Driver) {
     let (tcount, twaker) = count_waker();
-    let mut sleep = Box::pin(time::sleep(Duration::from_millis(5)));
-    assert!(sleep
-        .as_mut()
-        .poll(&mut Context::from_waker(&twaker))
-        .is_pending());
+    // A sleep first polled after its deadline is ready at once (no timer):
+    // a thread that lost its CPU for 5 ms between the two lines (the
+    // 4-node guest, twice in one run) takes a fresh one.
+    let registered = (0..100).find_map(|_| {
+        let mut sleep = Box::pin(time::sleep(Duration::from_millis(5)));
+        let pending = sleep
+            .as_mut()
+            .poll(&mut Context::from_waker(&twaker))
+            .is_pending();
+        pending.then_some(sleep)
+    });
+    let _sleep = registered.expect("100 sleeps of 5 ms were all due at their first poll");
     assert_eq!(
         park_until_fired(d0, &tcount, 0),
         1,
